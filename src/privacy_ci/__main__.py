@@ -1,0 +1,3 @@
+from privacy_ci.cli.main import app
+
+app()

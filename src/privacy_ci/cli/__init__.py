@@ -1,0 +1,1 @@
+"""The command-line face of privacy-ci: one module per command group."""

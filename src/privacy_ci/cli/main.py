@@ -1,0 +1,41 @@
+"""Entry point of the `privacy-ci` command.
+
+Library imports happen inside the commands so that `privacy-ci --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from privacy_ci import __version__
+from privacy_ci.cli import conductor, data
+
+app = typer.Typer(
+    name="privacy-ci",
+    help="Contextual Integrity for LLM applications: judge information flows against "
+    "regulations (Privacy Checklist) and gate document access by policy (Privacy Conductor).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(conductor.app, name="conductor")
+app.add_typer(data.app, name="data")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"privacy-ci {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """privacy-ci command line."""
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

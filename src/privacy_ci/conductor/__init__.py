@@ -1,0 +1,70 @@
+"""Privacy Conductor: CI labels, the authority's policy, and the deterministic gate.
+
+Typical use::
+
+    from privacy_ci.conductor import Gate, load_corpus
+
+    corpus = load_corpus()                       # the Riverside Medical Clinic
+    gate = Gate(corpus.policy)
+    decision = gate.decide(corpus.requester("D01"), corpus.label("RMC-LAB-001"))
+    decision.permitted, decision.rule.key        # (True, 'permit')
+"""
+
+from privacy_ci.conductor._corpus import Corpus, load_corpus, riverside_dir, validate_corpus
+from privacy_ci.conductor._flows import TABLE_VI, FlowClass, classify_flow
+from privacy_ci.conductor._gate import (
+    BatchDecision,
+    CompiledLabels,
+    Decision,
+    Effect,
+    Gate,
+    Rule,
+)
+from privacy_ci.conductor._labels import (
+    Label,
+    LabelSet,
+    SensitivityTier,
+    SubjectType,
+    load_labels,
+    parse_labels,
+)
+from privacy_ci.conductor._policy import (
+    Agent,
+    Directory,
+    Policy,
+    Requester,
+    TierRule,
+    load_assignments,
+    load_directory,
+    load_policy,
+)
+
+__all__ = [
+    "TABLE_VI",
+    "Agent",
+    "BatchDecision",
+    "CompiledLabels",
+    "Corpus",
+    "Decision",
+    "Directory",
+    "Effect",
+    "FlowClass",
+    "Gate",
+    "Label",
+    "LabelSet",
+    "Policy",
+    "Requester",
+    "Rule",
+    "SensitivityTier",
+    "SubjectType",
+    "TierRule",
+    "classify_flow",
+    "load_assignments",
+    "load_corpus",
+    "load_directory",
+    "load_labels",
+    "load_policy",
+    "parse_labels",
+    "riverside_dir",
+    "validate_corpus",
+]

@@ -1,0 +1,159 @@
+"""A Conductor corpus: policy, agents, labels and the assignment relation, read
+from one folder and cross-checked; plus the packaged Riverside Medical Clinic corpus.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from privacy_ci.conductor._labels import Label, LabelSet, load_labels
+from privacy_ci.conductor._policy import (
+    Agent,
+    Directory,
+    Policy,
+    Requester,
+    load_assignments,
+    load_directory,
+    load_policy,
+)
+from privacy_ci.errors import PrivacyCIError, ValidationFailed
+
+CORPUS_FILES = ("policy.yaml", "agents.yaml", "labels.yaml", "assignments.yaml")
+
+
+def riverside_dir() -> Path:
+    """The folder of the packaged Riverside Medical Clinic corpus."""
+    return Path(str(resources.files("privacy_ci.conductor") / "corpus" / "riverside"))
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """Everything the gate needs about one organisation, validated together.
+
+    Args:
+        policy: the Policy Authority's policy.
+        directory: the agents (and other data subjects).
+        labels: one label per document.
+        assignments: requester id -> subject ids.
+        source: the folder it was read from.
+    """
+
+    policy: Policy
+    directory: Directory
+    labels: LabelSet
+    assignments: dict[str, frozenset[str]]
+    source: Path | None = None
+
+    @property
+    def agents(self) -> tuple[Agent, ...]:
+        return self.directory.agents
+
+    def agent(self, agent_id: str) -> Agent:
+        agent = self.directory.agent(agent_id)
+        if agent is None:
+            known = ", ".join(a.id for a in self.agents)
+            raise PrivacyCIError(f"unknown agent {agent_id!r}; known agents: {known}")
+        return agent
+
+    def label(self, doc_id: str) -> Label:
+        label = self.labels.get(doc_id)
+        if label is None:
+            raise PrivacyCIError(
+                f"unknown document {doc_id!r}; the corpus has {len(self.labels)} documents"
+                f" ({self.labels.ids[0]} ... {self.labels.ids[-1]})"
+            )
+        return label
+
+    def requester(
+        self, agent_id: str, *, role: str | None = None, context: str | None = None
+    ) -> Requester:
+        """The requester an agent becomes, acting in its own role and context unless overridden."""
+        agent = self.agent(agent_id)
+        return Requester.acting_as(
+            agent, self.assignments.get(agent_id, frozenset()), role=role, context=context
+        )
+
+    def requesters(self) -> list[Requester]:
+        return [self.requester(a.id) for a in self.agents]
+
+
+def validate_corpus(
+    policy: Policy,
+    directory: Directory,
+    labels: LabelSet,
+    assignments: dict[str, frozenset[str]],
+    where: str = "corpus",
+) -> list[str]:
+    """Cross-file problems: names used in one file that another file does not define."""
+    problems: list[str] = []
+    roles, contexts, people = set(policy.roles), set(policy.contexts), directory.person_ids
+    for agent in directory.agents:
+        if agent.role not in roles:
+            problems.append(f"{where}/agents.yaml: agent {agent.id}: role {agent.role!r} is not in the policy")
+        elif policy.authoritative_context[agent.role] != agent.context:
+            problems.append(
+                f"{where}/agents.yaml: agent {agent.id}: context {agent.context!r} is not where"
+                f" {agent.role!r} is authoritative ({policy.authoritative_context[agent.role]!r})"
+            )
+    for label in labels:
+        entry = f"{where}/labels.yaml: document {label.doc_id!r}"
+        unknown = sorted(label.permitted_receiver_roles - roles)
+        if unknown:
+            problems.append(f"{entry}: field permitted_receiver_roles: unknown role(s) {unknown}")
+        requires = policy.requires_assignment(label.sensitivity_tier)
+        if requires is None:
+            problems.append(
+                f"{entry}: field sensitivity_tier: {label.sensitivity_tier.value!r} is not a tier of the policy"
+            )
+        elif label.assignment_required != (requires and label.subject is not None):
+            problems.append(
+                f"{entry}: field assignment_required: {label.assignment_required} disagrees with the"
+                f" policy's rule for tier {label.sensitivity_tier.value!r}"
+            )
+        if label.originating_context not in contexts:
+            problems.append(
+                f"{entry}: field originating_context: {label.originating_context!r} is not a context of the policy"
+            )
+        if label.subject is not None and label.subject not in people:
+            problems.append(f"{entry}: field subject: {label.subject!r} is not a known person")
+    for requester, subjects in assignments.items():
+        if requester not in {a.id for a in directory.agents}:
+            problems.append(f"{where}/assignments.yaml: {requester!r} is not an agent")
+        for subject in sorted(subjects - people):
+            problems.append(f"{where}/assignments.yaml: {requester}: {subject!r} is not a known person")
+    return problems
+
+
+def load_corpus(folder: Path | str | None = None) -> Corpus:
+    """Read and cross-check a corpus folder (the packaged Riverside corpus by default).
+
+    Args:
+        folder: a folder with policy.yaml, agents.yaml, labels.yaml and assignments.yaml
+            (YAML or .json with the same stem).
+
+    Returns:
+        The validated `Corpus`.
+
+    Raises:
+        ValidationFailed: every problem in every file, each naming file, entry and field.
+    """
+    root = riverside_dir() if folder is None else Path(folder)
+    if not root.is_dir():
+        raise PrivacyCIError(f"corpus folder {root} does not exist")
+
+    def find(name: str) -> Path:
+        for candidate in (root / name, root / (Path(name).stem + ".json")):
+            if candidate.exists():
+                return candidate
+        raise ValidationFailed([f"{root}: missing {name} (or {Path(name).stem}.json)"])
+
+    policy = load_policy(find("policy.yaml"))
+    directory = load_directory(find("agents.yaml"))
+    labels = load_labels(find("labels.yaml"))
+    assignments = load_assignments(find("assignments.yaml"))
+    problems = validate_corpus(policy, directory, labels, assignments, str(root))
+    if problems:
+        raise ValidationFailed(problems)
+    return Corpus(policy, directory, labels, assignments, root)
