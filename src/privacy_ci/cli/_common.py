@@ -11,7 +11,8 @@ from typing import Any, TypeVar
 import typer
 from rich.console import Console
 
-console = Console()
+# Wide enough for the flow tables when output is piped (rich assumes 80 columns then).
+console = Console(width=None if sys.stdout.isatty() else 120)
 err_console = Console(stderr=True)
 
 T = TypeVar("T")

@@ -76,7 +76,8 @@ def classify_flow(requester: Requester, label: Label, policy: Policy) -> FlowCla
     if (
         role is None
         or role not in requester.roles
-        or policy.authoritative_context.get(role) != requester.active_context
+        or role not in policy.authoritative_context
+        or policy.authoritative_context[role] != requester.active_context
     ):
         return FlowClass.INVALID
     if label.sensitivity_tier is SensitivityTier.PUBLIC:

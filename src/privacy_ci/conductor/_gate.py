@@ -243,7 +243,9 @@ class Gate:
         if role is None or role not in requester.roles:
             return self._plain[Rule.NO_ACTIVE_ROLE]
         # 2. that role must be authoritative in the context it acts in
-        if self.role_context.get(role) != requester.active_context:
+        # (a role unknown to the policy is authoritative nowhere, not even in "no context")
+        authoritative_in = self.role_context.get(role)
+        if authoritative_in is None or authoritative_in != requester.active_context:
             return self._plain[Rule.ROLE_NOT_AUTHORITATIVE]
         # Only now is any field of the document consulted.
         if type(label) is not Label:
@@ -295,7 +297,8 @@ class Gate:
             rules = np.full(n, Rule.NO_ACTIVE_ROLE, dtype=np.uint8)
             return BatchDecision(compiled.doc_ids, rules, self.version, {}, problems)
         role = requester.active_role
-        if self.role_context.get(role) != requester.active_context:
+        authoritative_in = self.role_context.get(role)
+        if authoritative_in is None or authoritative_in != requester.active_context:
             rules = np.full(n, Rule.ROLE_NOT_AUTHORITATIVE, dtype=np.uint8)
             return BatchDecision(compiled.doc_ids, rules, self.version, {})
         bit = np.uint64(self.role_bit[role])

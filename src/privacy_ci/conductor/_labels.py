@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 from privacy_ci.errors import ValidationFailed
 
@@ -120,10 +128,21 @@ class Label(BaseModel):
 
     @field_validator("subject")
     @classmethod
-    def _subject_not_blank(cls, value: str | None) -> str | None:
-        if value is not None and (value == "" or value != value.strip()):
-            raise ValueError(f"subject {value!r} must be a non-blank identifier or null")
+    def _subject_is_an_identifier(cls, value: str | None) -> str | None:
+        if value is not None and (
+            value == "" or any(ch.isspace() or ch in "*,;" for ch in value)
+        ):
+            raise ValueError(
+                f"subject {value!r} must be one identifier (no spaces, '*', ',' or ';') or null"
+            )
         return value
+
+    @model_validator(mode="after")
+    def _fields_agree(self) -> Label:
+        problems = self.consistency_problems()
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
     @field_serializer("permitted_receiver_roles")
     def _acl_sorted(self, acl: frozenset[str]) -> list[str]:
@@ -244,7 +263,6 @@ def parse_labels(raw: object, source: str = "<memory>") -> LabelSet:
         except ValidationError as exc:
             problems.extend(format_validation_error(source, name, exc))
             continue
-        problems.extend(f"{source}: {name}: {p}" for p in label.consistency_problems())
         if label.doc_id in seen:
             problems.append(f"{source}: {name}: doc_id is used by an earlier document")
         seen.add(label.doc_id)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 from urllib.parse import unquote, urlsplit
 
-from privacy_ci.data._manifest import SOURCES, Source, select
+from privacy_ci.data._manifest import Source, select
 from privacy_ci.data._paths import data_dir
 from privacy_ci.errors import DataIntegrityError, PrivacyCIError
 
@@ -327,12 +327,7 @@ def _http_attempt(
                 status = f"HTTP {response.status_code} {response.reason_phrase}".rstrip()
                 if response.status_code in _RETRY_STATUS:
                     raise _Transient(status)
-                hint = (
-                    " (is the mirror laid out as expected?)"
-                    if response.status_code == 404
-                    else ""
-                )
-                raise PrivacyCIError(f"GET {url} failed: {status}{hint}")
+                raise PrivacyCIError(f"GET {url} failed: {status}")
             return _write_verified(
                 response.iter_bytes(_CHUNK),
                 target,
@@ -553,7 +548,9 @@ def _fetch_one(
 
     host = urlsplit(url).netloc
     if host and host in unreachable:
-        exc = PrivacyCIError(f"skipped: an earlier download from {host} failed: {unreachable[host]}")
+        exc = PrivacyCIError(
+            f"skipped: an earlier download from {host} failed: {unreachable[host]}"
+        )
         return FileResult(source.path, "failed", 0, source.size, url, str(exc), exc)
 
     received = 0
