@@ -12,13 +12,33 @@ from privacy_ci.conductor import TABLE_VI, Corpus, FlowClass, Gate
 from privacy_ci.conductor._analysis import enumerate_flows, inert_field_control
 
 TABLE_X = {
-    "clinical_standard": {"lab report": 8, "prescription": 8, "clinical note": 7,
-                          "referral letter": 6, "discharge summary": 5, "radiology report": 5},
-    "financial": {"insurance claim": 8, "billing statement": 6, "explanation of benefits": 4,
-                  "insurance verification": 4, "prior authorization": 3},
-    "employment": {"salary letter": 6, "employment contract": 5, "performance review": 4,
-                   "credentialing file": 3, "contractor agreement": 3},
-    "clinical_sensitive": {"mental health assessment": 5, "clinical note": 3, "prior authorization": 2},
+    "clinical_standard": {
+        "lab report": 8,
+        "prescription": 8,
+        "clinical note": 7,
+        "referral letter": 6,
+        "discharge summary": 5,
+        "radiology report": 5,
+    },
+    "financial": {
+        "insurance claim": 8,
+        "billing statement": 6,
+        "explanation of benefits": 4,
+        "insurance verification": 4,
+        "prior authorization": 3,
+    },
+    "employment": {
+        "salary letter": 6,
+        "employment contract": 5,
+        "performance review": 4,
+        "credentialing file": 3,
+        "contractor agreement": 3,
+    },
+    "clinical_sensitive": {
+        "mental health assessment": 5,
+        "clinical note": 3,
+        "prior authorization": 2,
+    },
     "internal": {"meeting agenda": 3, "policy memo": 3, "staff schedule": 3},
     "public": {"public pamphlet": 1},
 }
@@ -28,8 +48,14 @@ runner = CliRunner()
 
 def test_agents(corpus: Corpus) -> None:
     roles = Counter(a.role for a in corpus.agents)
-    assert roles == {"Patient": 10, "Doctor": 4, "Nurse": 4, "Billing Specialist": 2,
-                     "HR Manager": 2, "IT Contractor": 2}
+    assert roles == {
+        "Patient": 10,
+        "Doctor": 4,
+        "Nurse": 4,
+        "Billing Specialist": 2,
+        "HR Manager": 2,
+        "IT Contractor": 2,
+    }
 
 
 def test_table_x_tiers_and_types(corpus: Corpus) -> None:
@@ -83,8 +109,10 @@ def test_inert_field_control(corpus: Corpus) -> None:
 
 def test_flipping_the_acl_does_change_decisions(corpus: Corpus) -> None:
     """The control can fail: a deciding field does move decisions."""
-    labels = [lab.model_copy(update={"permitted_receiver_roles": frozenset({"Doctor"})})
-              for lab in corpus.labels]
+    labels = [
+        lab.model_copy(update={"permitted_receiver_roles": frozenset({"Doctor"})})
+        for lab in corpus.labels
+    ]
     assert enumerate_flows(corpus, labels=labels).permits != 259
 
 
@@ -92,7 +120,9 @@ def test_cli_flows_json() -> None:
     result = runner.invoke(app, ["conductor", "flows", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert {k: v["n"] for k, v in data["classes"].items()} == {c.value: n for c, n in TABLE_VI.items()}
+    assert {k: v["n"] for k, v in data["classes"].items()} == {
+        c.value: n for c, n in TABLE_VI.items()
+    }
     assert (data["permit"], data["deny"]) == (259, 2261)
     assert data["agreement"]["disagree"] == 0 and data["matches_table_vi"] is True
     assert set(data["tiers"]) == set(TABLE_X)
@@ -112,10 +142,19 @@ def test_cli_decide_examples() -> None:
 
     ok = decide("--agent", "D01", "--doc", "RMC-LAB-001")
     assert (ok["decision"], ok["rule"], ok["flow_class"]) == ("permit", "permit", "F1")
-    assert set(ok["flow"]) >= {"sender", "recipient", "subject", "information_type",  # type: ignore[arg-type]
-                              "transmission_principle"}
+    assert set(ok["flow"]) >= {
+        "sender",
+        "recipient",
+        "subject",
+        "information_type",  # type: ignore[arg-type]
+        "transmission_principle",
+    }
     miss = decide("--agent", "D02", "--doc", "RMC-LAB-001")
-    assert (miss["decision"], miss["rule"], miss["flow_class"]) == ("deny", "assignment_required", "F3")
+    assert (miss["decision"], miss["rule"], miss["flow_class"]) == (
+        "deny",
+        "assignment_required",
+        "F3",
+    )
     ctx = decide("--agent", "D01", "--doc", "RMC-LAB-001", "--context", "Administrative")
     assert ctx["rule"] == "role_not_authoritative_in_context"
     assert ctx["flow_class"] == FlowClass.INVALID.value

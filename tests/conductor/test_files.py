@@ -39,24 +39,50 @@ def problems_of(folder: Path) -> list[str]:
 @pytest.mark.parametrize(
     ("mutate", "expected"),
     [
-        (lambda d: d[0].pop("sensitivity_tier"), "document 'RMC-LAB-001': field sensitivity_tier: field is missing"),
-        (lambda d: d[0].update(sensitivity_tier="secret"), "field sensitivity_tier: got 'secret', expected one of"),
-        (lambda d: d[0].update(permitted_receiver_roles="Doctor, Nurse"), "expected a list of role names, got the string 'Doctor, Nurse'"),
+        (
+            lambda d: d[0].pop("sensitivity_tier"),
+            "document 'RMC-LAB-001': field sensitivity_tier: field is missing",
+        ),
+        (
+            lambda d: d[0].update(sensitivity_tier="secret"),
+            "field sensitivity_tier: got 'secret', expected one of",
+        ),
+        (
+            lambda d: d[0].update(permitted_receiver_roles="Doctor, Nurse"),
+            "expected a list of role names, got the string 'Doctor, Nurse'",
+        ),
         (lambda d: d[0].update(permitted_receiver_roles=["*"]), "is a wildcard"),
-        (lambda d: d[0].update(permitted_receiver_roles=[" Doctor"]), "leading or trailing whitespace"),
+        (
+            lambda d: d[0].update(permitted_receiver_roles=[" Doctor"]),
+            "leading or trailing whitespace",
+        ),
         (lambda d: d[0].update(permitted_receiver_roles=["Doctor", "Doctor"]), "listed twice"),
-        (lambda d: d[0].update(permitted_receiver_roles=["D\u043ector"]), "unknown role(s) ['D\u043ector']"),
+        (
+            lambda d: d[0].update(permitted_receiver_roles=["D\u043ector"]),
+            "unknown role(s) ['D\u043ector']",
+        ),
         (lambda d: d[0].update(colour="red"), "field colour: unknown field"),
         (lambda d: d[0].pop("subject"), "field subject: field is missing"),
         (lambda d: d[0].update(subject="P99"), "field subject: 'P99' is not a known person"),
-        (lambda d: d[0].update(originating_context="Cafeteria"), "'Cafeteria' is not a context of the policy"),
-        (lambda d: d[0].update(assignment_required=False), "field assignment_required: False disagrees"),
-        (lambda d: d[0].update(extra_sensitive_reason=None, extra_sensitive=True), "extra_sensitive_reason is empty"),
+        (
+            lambda d: d[0].update(originating_context="Cafeteria"),
+            "'Cafeteria' is not a context of the policy",
+        ),
+        (
+            lambda d: d[0].update(assignment_required=False),
+            "field assignment_required: False disagrees",
+        ),
+        (
+            lambda d: d[0].update(extra_sensitive_reason=None, extra_sensitive=True),
+            "extra_sensitive_reason is empty",
+        ),
         (lambda d: d[1].update(doc_id="RMC-LAB-001"), "doc_id is used by an earlier document"),
         (lambda d: d[0].update(subject=None), "subject and subject_type disagree"),
     ],
 )
-def test_label_problems_name_file_document_field(corpus_copy: Path, mutate: object, expected: str) -> None:
+def test_label_problems_name_file_document_field(
+    corpus_copy: Path, mutate: object, expected: str
+) -> None:
     edit_labels(corpus_copy, mutate)
     problems = problems_of(corpus_copy)
     assert any(expected in p for p in problems), problems
@@ -67,6 +93,7 @@ def test_every_problem_is_reported_at_once(corpus_copy: Path) -> None:
     def two(d: list[dict[str, object]]) -> None:
         d[0]["sensitivity_tier"] = "secret"
         d[5]["extra_sensitive"] = "maybe"
+
     edit_labels(corpus_copy, two)
     problems = problems_of(corpus_copy)
     assert len(problems) == 2
@@ -101,11 +128,18 @@ def test_policy_problems(corpus_copy: Path) -> None:
     original = yaml.safe_load(path.read_text())
     data = {**original, "tiers": {**original["tiers"], "secret": {"assignment_required": True}}}
     path.write_text(yaml.safe_dump(data))
-    with pytest.raises(ValidationFailed, match=r"policy.yaml: policy: field tiers.secret.*expected one of"):
+    with pytest.raises(
+        ValidationFailed, match=r"policy.yaml: policy: field tiers.secret.*expected one of"
+    ):
         load_policy(path)
-    data = {**original, "authoritative_context": {**original["authoritative_context"], "Doctor": "Surgery"}}
+    data = {
+        **original,
+        "authoritative_context": {**original["authoritative_context"], "Doctor": "Surgery"},
+    }
     path.write_text(yaml.safe_dump(data))
-    with pytest.raises(ValidationFailed, match="role 'Doctor' is authoritative in unknown context 'Surgery'"):
+    with pytest.raises(
+        ValidationFailed, match="role 'Doctor' is authoritative in unknown context 'Surgery'"
+    ):
         load_policy(path)
     data = {**original, "roles": [*original["roles"], "Doctor"]}
     path.write_text(yaml.safe_dump(data))
@@ -118,8 +152,10 @@ def test_agent_acting_outside_its_context_is_rejected(corpus_copy: Path) -> None
     data = yaml.safe_load(path.read_text())
     data["agents"][0]["context"] = "HR"
     path.write_text(yaml.safe_dump(data))
-    assert any("agent D01: context 'HR' is not where 'Doctor' is authoritative" in p
-               for p in problems_of(corpus_copy))
+    assert any(
+        "agent D01: context 'HR' is not where 'Doctor' is authoritative" in p
+        for p in problems_of(corpus_copy)
+    )
 
 
 def test_assignment_problems(corpus_copy: Path) -> None:

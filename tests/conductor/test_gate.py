@@ -40,8 +40,13 @@ NEEDS = {
 
 
 def spec(
-    active: str | None, held: frozenset[str], ctx: str | None, tier: str, acl: frozenset[str],
-    subject: str | None, assigned: bool,
+    active: str | None,
+    held: frozenset[str],
+    ctx: str | None,
+    tier: str,
+    acl: frozenset[str],
+    subject: str | None,
+    assigned: bool,
 ) -> str:
     """The specification of Algorithm 1, written from the paper without the gate's code."""
     if active is None or active not in held:
@@ -117,8 +122,9 @@ def test_role_held_but_not_active_is_denied(gate: Gate, corpus: Corpus) -> None:
     lab = corpus.label("RMC-PUB-001")
     held_only = Requester(id="D01", roles=frozenset({"Doctor"}), active_context="Medical")
     assert gate.decide(held_only, lab).rule is Rule.NO_ACTIVE_ROLE
-    not_held = Requester(id="D01", roles=frozenset({"Nurse"}), active_role="Doctor",
-                         active_context="Medical")
+    not_held = Requester(
+        id="D01", roles=frozenset({"Nurse"}), active_role="Doctor", active_context="Medical"
+    )
     assert gate.decide(not_held, lab).rule is Rule.NO_ACTIVE_ROLE
 
 
@@ -135,7 +141,10 @@ def test_policy_version_changes_with_content(corpus: Corpus) -> None:
     tiers[SensitivityTier.INTERNAL] = tiers[SensitivityTier.FINANCIAL]
     other = corpus.policy.model_copy(update={"tiers": tiers})
     assert other.version != corpus.policy.version
-    assert Gate(other).decide(corpus.requester("D01"), corpus.label("RMC-PUB-001")).policy_version == other.version
+    assert (
+        Gate(other).decide(corpus.requester("D01"), corpus.label("RMC-PUB-001")).policy_version
+        == other.version
+    )
 
 
 ACTIVE = (*ROLES, None, "Surgeon")
@@ -148,15 +157,24 @@ def test_exhaustive_decision_space_against_spec(gate: Gate) -> None:
     """role x context x tier x ACL x assigned x subject, plus held-not-active, vs `spec`."""
     labels = {
         (tier, acl, subj): make_label(tier, acl, subj)
-        for tier in TIERS for acl in ACLS for subj in ("P01", None)
+        for tier in TIERS
+        for acl in ACLS
+        for subj in ("P01", None)
     }
     compiled_keys = list(labels)
     compiled = gate.compile([labels[k] for k in compiled_keys])
     checked = 0
-    for active, ctx, assigned, holds in itertools.product(ACTIVE, CONTEXTS, (True, False), (True, False)):
+    for active, ctx, assigned, holds in itertools.product(
+        ACTIVE, CONTEXTS, (True, False), (True, False)
+    ):
         held = frozenset({active}) if (holds and active is not None) else frozenset({"Nurse"})
-        requester = Requester(id="r", roles=held, active_role=active, active_context=ctx,
-                              assignments=frozenset({"P01"}) if assigned else frozenset())
+        requester = Requester(
+            id="r",
+            roles=held,
+            active_role=active,
+            active_context=ctx,
+            assignments=frozenset({"P01"}) if assigned else frozenset(),
+        )
         batch = gate.decide_batch(requester, compiled)
         for i, (tier, acl, subj) in enumerate(compiled_keys):
             want = spec(active, held, ctx, tier, acl, subj, assigned)
@@ -170,10 +188,18 @@ def test_exhaustive_decision_space_against_spec(gate: Gate) -> None:
 
 def test_batch_keeps_invalid_labels_as_denials(gate: Gate, corpus: Corpus) -> None:
     good = corpus.label("RMC-LAB-001")
-    raw = [good, {"doc_id": "BAD", "sensitivity_tier": "secret"}, good.model_dump() | {"doc_id": "G2"}]
+    raw = [
+        good,
+        {"doc_id": "BAD", "sensitivity_tier": "secret"},
+        good.model_dump() | {"doc_id": "G2"},
+    ]
     compiled = gate.compile(raw)
     out = gate.decide_batch(corpus.requester("D01"), compiled)
-    assert [d.rule for d in (out[0], out[1], out[2])] == [Rule.PERMIT, Rule.INVALID_LABEL, Rule.PERMIT]
+    assert [d.rule for d in (out[0], out[1], out[2])] == [
+        Rule.PERMIT,
+        Rule.INVALID_LABEL,
+        Rule.PERMIT,
+    ]
     assert out.permitted_ids() == ["RMC-LAB-001", "G2"]
     assert out[1].errors, "an invalid label carries its errors"
 

@@ -7,7 +7,6 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from pydantic import ValidationError
 
 from privacy_ci.conductor import Corpus, Effect, Gate, Label, Rule
@@ -24,7 +23,9 @@ acl_value = st.one_of(
     st.sampled_from(JUNK),
     st.text(max_size=20),
 )
-SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(
+    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 @st.composite
@@ -52,7 +53,9 @@ def test_valid_base_permits(gate: Gate, corpus: Corpus) -> None:
 
 @SETTINGS
 @given(data=st.data())
-def test_broken_labels_are_denied_never_raised(gate: Gate, corpus: Corpus, data: st.DataObject) -> None:
+def test_broken_labels_are_denied_never_raised(
+    gate: Gate, corpus: Corpus, data: st.DataObject
+) -> None:
     base = corpus.label("RMC-LAB-001").model_dump(mode="json")
     label = data.draw(broken_label(base))
     decision = gate.decide(corpus.requester("D01"), label)
@@ -78,7 +81,9 @@ def test_broken_labels_are_denied_never_raised(gate: Gate, corpus: Corpus, data:
 
 @SETTINGS
 @given(acl=st.lists(bad_role, min_size=1, max_size=3))
-def test_lookalike_whitespace_wildcard_roles_in_acl(gate: Gate, corpus: Corpus, acl: list[str]) -> None:
+def test_lookalike_whitespace_wildcard_roles_in_acl(
+    gate: Gate, corpus: Corpus, acl: list[str]
+) -> None:
     label = corpus.label("RMC-LAB-001").model_dump(mode="json") | {
         "permitted_receiver_roles": ["Doctor", *acl]
     }
@@ -96,23 +101,35 @@ def test_empty_acl_denies_everyone(gate: Gate, corpus: Corpus) -> None:
 @given(
     role=st.one_of(st.none(), any_role, st.sampled_from(JUNK)),
     held=st.one_of(st.lists(any_role, max_size=3), st.sampled_from(JUNK)),
-    context=st.one_of(st.none(), st.sampled_from(["Medical", "HR", "Administrative", "Patient",
-                                                   " Medical", "medical", "M\u0435dical"]),
-                      st.sampled_from(JUNK)),
+    context=st.one_of(
+        st.none(),
+        st.sampled_from(
+            ["Medical", "HR", "Administrative", "Patient", " Medical", "medical", "M\u0435dical"]
+        ),
+        st.sampled_from(JUNK),
+    ),
     drop=st.sampled_from([None, "id", "roles", "active_role", "active_context", "assignments"]),
 )
 def test_malformed_requesters_are_denied(
     gate: Gate, corpus: Corpus, role: Any, held: Any, context: Any, drop: str | None
 ) -> None:
-    raw: dict[str, Any] = {"id": "D01", "roles": held, "active_role": role,
-                           "active_context": context, "assignments": ["P01"]}
+    raw: dict[str, Any] = {
+        "id": "D01",
+        "roles": held,
+        "active_role": role,
+        "active_context": context,
+        "assignments": ["P01"],
+    }
     if drop:
         raw.pop(drop)
     for doc in ("RMC-LAB-001", "RMC-PUB-001"):
         decision = gate.decide(raw, corpus.label(doc))
         proper = (
-            role == "Doctor" and context == "Medical" and isinstance(held, list)
-            and "Doctor" in held and drop not in ("id", "roles", "active_role", "active_context")
+            role == "Doctor"
+            and context == "Medical"
+            and isinstance(held, list)
+            and "Doctor" in held
+            and drop not in ("id", "roles", "active_role", "active_context")
         )
         if proper:
             assert decision.permitted

@@ -12,12 +12,18 @@ from privacy_ci.cli._common import console, print_json, user_errors
 if TYPE_CHECKING:
     from privacy_ci.conductor import Corpus, Decision, FlowClass, Label, Requester
 
-app = typer.Typer(help="Privacy Conductor: decide who may receive a document.", no_args_is_help=True)
+app = typer.Typer(
+    help="Privacy Conductor: decide who may receive a document.", no_args_is_help=True
+)
 
 CorpusOpt = typer.Option(
-    None, "--corpus", help="Corpus folder (policy, agents, labels, assignments). Default: Riverside."
+    None,
+    "--corpus",
+    help="Corpus folder (policy, agents, labels, assignments). Default: Riverside.",
 )
-LabelsOpt = typer.Option(None, "--labels", help="Adjudicate this label file instead of the corpus's.")
+LabelsOpt = typer.Option(
+    None, "--labels", help="Adjudicate this label file instead of the corpus's."
+)
 JsonOpt = typer.Option(False, "--json", help="Print JSON instead of tables.")
 
 
@@ -72,10 +78,25 @@ def render_flow_table(data: dict[str, Any], corpus: Corpus) -> None:
     for key, row in data["classes"].items():
         tv = row["table_vi"]
         mark = "" if tv is None or tv == row["n"] else " [red]≠[/]"
-        t.add_row(key, row["condition"], f"{row['n']:,}{mark}", "-" if tv is None else f"{tv:,}",
-                  row["expected"], f"{row['gate_permit']:,}", f"{row['gate_deny']:,}")
-    t.add_row("total", "", f"{data['flows']:,}", "2,520", "259 / 2,261",
-              f"{data['permit']:,}", f"{data['deny']:,}", end_section=True)
+        t.add_row(
+            key,
+            row["condition"],
+            f"{row['n']:,}{mark}",
+            "-" if tv is None else f"{tv:,}",
+            row["expected"],
+            f"{row['gate_permit']:,}",
+            f"{row['gate_deny']:,}",
+        )
+    t.add_row(
+        "total",
+        "",
+        f"{data['flows']:,}",
+        "2,520",
+        "259 / 2,261",
+        f"{data['permit']:,}",
+        f"{data['deny']:,}",
+        end_section=True,
+    )
     console.print(t)
     classes = list(data["classes"])
     tt = Table(title="Flows per sensitivity tier", title_justify="left")
@@ -87,7 +108,11 @@ def render_flow_table(data: dict[str, Any], corpus: Corpus) -> None:
         tt.add_row(tier, *[str(counts.get(k, 0) or "") for k in classes], str(sum(counts.values())))
     console.print(tt)
     agree = data["agreement"]
-    status = "[green]matches Table VI[/]" if data["matches_table_vi"] else "[red]differs from Table VI[/]"
+    status = (
+        "[green]matches Table VI[/]"
+        if data["matches_table_vi"]
+        else "[red]differs from Table VI[/]"
+    )
     console.print(
         f"gate agrees with the expected class on {agree['agree']:,} of {data['flows']:,} flows"
         f" ({agree['disagree']} disagreements); {status}"
@@ -137,15 +162,17 @@ def decide_payload(
     )
 
 
-def render_decision(p: dict[str, Any]) -> None:
+def render_decision(payload: dict[str, Any]) -> None:
     """Print one explained decision."""
     from rich.markup import escape
     from rich.panel import Panel
 
-    p = {k: escape(v) if isinstance(v, str) else v for k, v in p.items()}
+    p: dict[str, Any] = {k: escape(v) if isinstance(v, str) else v for k, v in payload.items()}
     colour = "green" if p["decision"] == "permit" else "red"
-    flow = {
-        k: ({kk: escape(str(vv)) for kk, vv in v.items()} if isinstance(v, dict) else escape(str(v)))
+    flow: dict[str, Any] = {
+        k: (
+            {kk: escape(str(vv)) for kk, vv in v.items()} if isinstance(v, dict) else escape(str(v))
+        )
         for k, v in p["flow"].items()
     }
     acl = escape(str(p["label"]["permitted_receiver_roles"]))
@@ -173,7 +200,9 @@ def render_decision(p: dict[str, Any]) -> None:
 def decide(
     agent: str = typer.Option(..., "--agent", help="Agent id, e.g. D01."),
     doc: str = typer.Option(..., "--doc", help="Document id, e.g. RMC-LAB-001."),
-    role: str | None = typer.Option(None, "--role", help="Act in this role instead of the agent's."),
+    role: str | None = typer.Option(
+        None, "--role", help="Act in this role instead of the agent's."
+    ),
     context: str | None = typer.Option(
         None, "--context", help="Act in this context instead of the agent's own."
     ),
@@ -238,7 +267,10 @@ def controls(
         from privacy_ci.conductor._labels import Label
         from privacy_ci.errors import PrivacyCIError
 
-        if Label.model_fields.get(field) is None or Label.model_fields[field].annotation is not bool:
+        if (
+            Label.model_fields.get(field) is None
+            or Label.model_fields[field].annotation is not bool
+        ):
             raise PrivacyCIError(f"--field {field!r} is not a boolean label field")
         result = inert_field_control(_load(corpus_dir), field)
         if as_json:

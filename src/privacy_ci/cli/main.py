@@ -8,7 +8,7 @@ from __future__ import annotations
 import typer
 
 from privacy_ci import __version__
-from privacy_ci.cli import conductor, data
+from privacy_ci.cli import conductor, data, demo
 
 app = typer.Typer(
     name="privacy-ci",
@@ -20,6 +20,7 @@ app = typer.Typer(
 )
 app.add_typer(conductor.app, name="conductor")
 app.add_typer(data.app, name="data")
+app.command(name="demo")(demo.demo)
 
 
 def _version(value: bool) -> None:

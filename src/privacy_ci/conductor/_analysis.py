@@ -126,8 +126,13 @@ class FlowTable:
                 "agree": len(self.records) - len(disagreements),
                 "disagree": len(disagreements),
                 "examples": [
-                    {"agent": r.agent_id, "doc": r.doc_id, "class": r.flow_class.value,
-                     "decision": r.decision.effect.value, "rule": r.decision.rule.key}
+                    {
+                        "agent": r.agent_id,
+                        "doc": r.doc_id,
+                        "class": r.flow_class.value,
+                        "decision": r.decision.effect.value,
+                        "rule": r.decision.rule.key,
+                    }
                     for r in disagreements[:10]
                 ],
             },
@@ -197,4 +202,6 @@ def inert_field_control(corpus: Corpus, field_name: str = "extra_sensitive") -> 
         a.decision.effect != b.decision.effect or a.decision.rule != b.decision.rule
         for a, b in zip(before.records, after.records, strict=True)
     )
-    return InertFieldControl(field_name, len(before.records), changed, before.permits, after.permits)
+    return InertFieldControl(
+        field_name, len(before.records), changed, before.permits, after.permits
+    )

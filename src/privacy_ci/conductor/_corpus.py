@@ -91,7 +91,9 @@ def validate_corpus(
     roles, contexts, people = set(policy.roles), set(policy.contexts), directory.person_ids
     for agent in directory.agents:
         if agent.role not in roles:
-            problems.append(f"{where}/agents.yaml: agent {agent.id}: role {agent.role!r} is not in the policy")
+            problems.append(
+                f"{where}/agents.yaml: agent {agent.id}: role {agent.role!r} is not in the policy"
+            )
         elif policy.authoritative_context[agent.role] != agent.context:
             problems.append(
                 f"{where}/agents.yaml: agent {agent.id}: context {agent.context!r} is not where"
@@ -105,16 +107,18 @@ def validate_corpus(
         requires = policy.requires_assignment(label.sensitivity_tier)
         if requires is None:
             problems.append(
-                f"{entry}: field sensitivity_tier: {label.sensitivity_tier.value!r} is not a tier of the policy"
+                f"{entry}: field sensitivity_tier: {label.sensitivity_tier.value!r}"
+                " is not a tier of the policy"
             )
         elif label.assignment_required != (requires and label.subject is not None):
             problems.append(
-                f"{entry}: field assignment_required: {label.assignment_required} disagrees with the"
-                f" policy's rule for tier {label.sensitivity_tier.value!r}"
+                f"{entry}: field assignment_required: {label.assignment_required} disagrees"
+                f" with the policy's rule for tier {label.sensitivity_tier.value!r}"
             )
         if label.originating_context not in contexts:
             problems.append(
-                f"{entry}: field originating_context: {label.originating_context!r} is not a context of the policy"
+                f"{entry}: field originating_context: {label.originating_context!r}"
+                " is not a context of the policy"
             )
         if label.subject is not None and label.subject not in people:
             problems.append(f"{entry}: field subject: {label.subject!r} is not a known person")
@@ -122,7 +126,9 @@ def validate_corpus(
         if requester not in {a.id for a in directory.agents}:
             problems.append(f"{where}/assignments.yaml: {requester!r} is not an agent")
         for subject in sorted(subjects - people):
-            problems.append(f"{where}/assignments.yaml: {requester}: {subject!r} is not a known person")
+            problems.append(
+                f"{where}/assignments.yaml: {requester}: {subject!r} is not a known person"
+            )
     return problems
 
 

@@ -165,10 +165,11 @@ class BatchDecision:
 
     @property
     def permitted(self) -> npt.NDArray[np.bool_]:
-        return self.rules == Rule.PERMIT
+        mask: npt.NDArray[np.bool_] = self.rules == np.uint8(Rule.PERMIT)
+        return mask
 
     def permitted_ids(self) -> list[str]:
-        return [self.doc_ids[i] for i in np.flatnonzero(self.permitted)]
+        return [self.doc_ids[int(i)] for i in np.flatnonzero(self.permitted)]
 
     def __len__(self) -> int:
         return len(self.rules)
@@ -234,35 +235,40 @@ class Gate:
         Returns:
             The `Decision`, naming the rule that decided.
         """
-        if type(requester) is not Requester:
-            requester, problems = self.check_requester(requester)
-            if requester is None:
+        # `type(...) is` rather than isinstance: pydantic's metaclass makes isinstance slow.
+        if type(requester) is Requester:
+            req = requester
+        else:
+            checked, problems = self.check_requester(requester)
+            if checked is None:
                 return Decision(Effect.DENY, Rule.NO_ACTIVE_ROLE, self.version, problems)
-        role = requester.active_role
+            req = checked
+        role = req.active_role
         # 1. the requester must have an active role it actually holds
-        if role is None or role not in requester.roles:
+        if role is None or role not in req.roles:
             return self._plain[Rule.NO_ACTIVE_ROLE]
         # 2. that role must be authoritative in the context it acts in
         # (a role unknown to the policy is authoritative nowhere, not even in "no context")
         authoritative_in = self.role_context.get(role)
-        if authoritative_in is None or authoritative_in != requester.active_context:
+        if authoritative_in is None or authoritative_in != req.active_context:
             return self._plain[Rule.ROLE_NOT_AUTHORITATIVE]
         # Only now is any field of the document consulted.
-        if type(label) is not Label:
-            label, problems = self.check_label(label)
-            if label is None:
+        if type(label) is Label:
+            lab = label
+        else:
+            parsed, problems = self.check_label(label)
+            if parsed is None:
                 return Decision(Effect.DENY, Rule.INVALID_LABEL, self.version, problems)
-        requires = self.tier_requires.get(label.sensitivity_tier)
-        acl = label.permitted_receiver_roles
+            lab = parsed
+        requires = self.tier_requires.get(lab.sensitivity_tier)
+        acl = lab.permitted_receiver_roles
         if requires is None or not acl <= self.roles:
-            return Decision(
-                Effect.DENY, Rule.INVALID_LABEL, self.version, self._label_errors(label)
-            )
+            return Decision(Effect.DENY, Rule.INVALID_LABEL, self.version, self._label_errors(lab))
         # 3. the role must be on the document's ACL
         if role not in acl:
             return self._plain[Rule.ROLE_NOT_PERMITTED]
         # 4. a subject under an assignment-requiring tier needs an assignment
-        if requires and label.subject is not None and label.subject not in requester.assignments:
+        if requires and lab.subject is not None and lab.subject not in req.assignments:
             return self._plain[Rule.ASSIGNMENT_REQUIRED]
         return self._plain[Rule.PERMIT]
 
@@ -289,21 +295,22 @@ class Gate:
             raise ValueError("labels were compiled against a different policy version")
         n = len(compiled)
         problems: tuple[str, ...] = ()
-        if type(requester) is not Requester:
-            requester, problems = self.check_requester(requester)
-        if requester is None or requester.active_role is None or (
-            requester.active_role not in requester.roles
-        ):
+        req: Requester | None
+        if type(requester) is Requester:
+            req = requester
+        else:
+            req, problems = self.check_requester(requester)
+        if req is None or req.active_role is None or req.active_role not in req.roles:
             rules = np.full(n, Rule.NO_ACTIVE_ROLE, dtype=np.uint8)
             return BatchDecision(compiled.doc_ids, rules, self.version, {}, problems)
-        role = requester.active_role
+        role = req.active_role
         authoritative_in = self.role_context.get(role)
-        if authoritative_in is None or authoritative_in != requester.active_context:
+        if authoritative_in is None or authoritative_in != req.active_context:
             rules = np.full(n, Rule.ROLE_NOT_AUTHORITATIVE, dtype=np.uint8)
             return BatchDecision(compiled.doc_ids, rules, self.version, {})
         bit = np.uint64(self.role_bit[role])
         assigned = np.zeros(len(compiled.subjects) + 1, dtype=bool)  # last slot: no subject
-        for subject in requester.assignments:
+        for subject in req.assignments:
             idx = compiled.subjects.get(subject)
             if idx is not None:
                 assigned[idx] = True
@@ -316,7 +323,9 @@ class Gate:
         return BatchDecision(compiled.doc_ids, rules, self.version, compiled.errors)
 
     # -- validation helpers -----------------------------------------------------------
-    def check_label(self, raw: Label | Mapping[str, Any] | object) -> tuple[Label | None, tuple[str, ...]]:
+    def check_label(
+        self, raw: Label | Mapping[str, Any] | object
+    ) -> tuple[Label | None, tuple[str, ...]]:
         """Validate a label against the schema and this policy's vocabulary.
 
         Returns:

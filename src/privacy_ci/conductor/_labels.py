@@ -129,9 +129,7 @@ class Label(BaseModel):
     @field_validator("subject")
     @classmethod
     def _subject_is_an_identifier(cls, value: str | None) -> str | None:
-        if value is not None and (
-            value == "" or any(ch.isspace() or ch in "*,;" for ch in value)
-        ):
+        if value is not None and (value == "" or any(ch.isspace() or ch in "*,;" for ch in value)):
             raise ValueError(
                 f"subject {value!r} must be one identifier (no spaces, '*', ',' or ';') or null"
             )

@@ -1,0 +1,57 @@
+"""`privacy-ci demo`: the main job on the embedded defaults (Riverside corpus)."""
+
+from __future__ import annotations
+
+import typer
+
+from privacy_ci.cli._common import console, print_json, user_errors
+
+# (agent, document, acting context or None, what the example shows)
+EXAMPLES = [
+    ("D01", "RMC-LAB-001", None, "a permit: the attending doctor reads her patient's lab report"),
+    (
+        "D02",
+        "RMC-LAB-001",
+        None,
+        "a denial for a missing assignment: another doctor, not assigned to the patient",
+    ),
+    (
+        "D01",
+        "RMC-LAB-001",
+        "Administrative",
+        "a role outside its context: the same doctor acting in the administrative context",
+    ),
+    (
+        "T01",
+        "RMC-CLM-001",
+        None,
+        "a denial by the ACL: an IT contractor in the administrative context asks for a claim",
+    ),
+]
+
+
+def demo(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Show the Riverside flow table (Table VI) and a few explained gate decisions."""
+    with user_errors():
+        from privacy_ci.cli.conductor import decide_payload, render_decision, render_flow_table
+        from privacy_ci.conductor import load_corpus
+        from privacy_ci.conductor._analysis import enumerate_flows
+
+        corpus = load_corpus()
+        table = enumerate_flows(corpus).as_dict()
+        examples = [
+            {"shows": shows, **decide_payload(corpus, agent, doc, context=ctx)}
+            for agent, doc, ctx, shows in EXAMPLES
+        ]
+        if as_json:
+            print_json({"flows": table, "examples": examples})
+            return
+        console.rule("Privacy Conductor: Riverside Medical Clinic")
+        console.print(
+            f"Policy '{corpus.policy.name}' by {corpus.policy.authority};"
+            f" {len(corpus.agents)} agents, {len(corpus.labels)} labelled documents.\n"
+        )
+        render_flow_table(table, corpus)
+        for example in examples:
+            console.print(f"\n[bold]Example:[/] {example['shows']}")
+            render_decision(example)
