@@ -48,15 +48,17 @@ def _read_graphml(path: Path) -> _Graph:
         raise TreeError(f"{path}: file not found") from None
     except ET.ParseError as exc:
         raise TreeError(f"{path}: not valid GraphML/XML ({exc})") from None
-    keys = {k.get("id"): k.get("attr.name") for k in root.iter(f"{_NS}key")}
+    keys: dict[str, str] = {
+        k.get("id") or "": k.get("attr.name") or "" for k in root.iter(f"{_NS}key")
+    }
     graph = root.find(f"{_NS}graph")
     if graph is None:
         raise TreeError(f"{path}: no <graph> element")
     nodes: dict[str, dict[str, str]] = {}
     edges: list[tuple[str, str, dict[str, str]]] = []
     for el in graph:
-        attrs = {
-            keys.get(d.get("key"), d.get("key") or ""): d.text or ""
+        attrs: dict[str, str] = {
+            keys.get(d.get("key") or "", d.get("key") or ""): d.text or ""
             for d in el.findall(f"{_NS}data")
         }
         if el.tag == f"{_NS}node":
