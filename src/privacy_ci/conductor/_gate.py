@@ -115,12 +115,14 @@ class CompiledLabels:
 
     __slots__ = (
         "acl_bits",
+        "base_rules",
         "doc_ids",
         "errors",
         "needs_assignment",
         "policy_version",
         "subject_idx",
         "subjects",
+        "unlocks",
         "valid",
     )
 
@@ -148,6 +150,28 @@ class CompiledLabels:
             if gate.tier_requires[label.sensitivity_tier] and label.subject is not None:
                 self.needs_assignment[i] = True
                 self.subject_idx[i] = self.subjects.setdefault(label.subject, len(self.subjects))
+        # Per role, the rules as if the requester held no assignment (checks 3-5), and
+        # per (role, subject) the documents an assignment to that subject turns into
+        # permits. Deciding is then one lookup, and one copy only if an assignment applies.
+        self.base_rules: dict[str, npt.NDArray[np.uint8]] = {}
+        self.unlocks: dict[str, dict[str, npt.NDArray[np.intp]]] = {}
+        names = list(self.subjects)
+        for role, bit in gate.role_bit.items():
+            rules = np.full(n, Rule.PERMIT, dtype=np.uint8)
+            rules[self.needs_assignment] = Rule.ASSIGNMENT_REQUIRED
+            rules[(self.acl_bits & np.uint64(bit)) == 0] = Rule.ROLE_NOT_PERMITTED
+            rules[~self.valid] = Rule.INVALID_LABEL
+            rules.flags.writeable = False
+            self.base_rules[role] = rules
+            waiting = np.flatnonzero(rules == Rule.ASSIGNMENT_REQUIRED)
+            by_subject: dict[str, npt.NDArray[np.intp]] = {}
+            if len(waiting):
+                subj = self.subject_idx[waiting]
+                order = np.argsort(subj, kind="stable")
+                cuts = np.flatnonzero(np.diff(subj[order])) + 1
+                for group in np.split(waiting[order], cuts):
+                    by_subject[names[int(self.subject_idx[group[0]])]] = group
+            self.unlocks[role] = by_subject
 
     def __len__(self) -> int:
         return len(self.doc_ids)
@@ -155,7 +179,11 @@ class CompiledLabels:
 
 @dataclass(frozen=True, slots=True)
 class BatchDecision:
-    """Decisions for one requester over many candidate documents."""
+    """Decisions for one requester over many candidate documents.
+
+    `rules` holds one `Rule` code per candidate; it may be a read-only array
+    shared with other decisions, so copy it before changing it.
+    """
 
     doc_ids: Sequence[str]
     rules: npt.NDArray[np.uint8]
@@ -308,18 +336,15 @@ class Gate:
         if authoritative_in is None or authoritative_in != req.active_context:
             rules = np.full(n, Rule.ROLE_NOT_AUTHORITATIVE, dtype=np.uint8)
             return BatchDecision(compiled.doc_ids, rules, self.version, {})
-        bit = np.uint64(self.role_bit[role])
-        assigned = np.zeros(len(compiled.subjects) + 1, dtype=bool)  # last slot: no subject
-        for subject in req.assignments:
-            idx = compiled.subjects.get(subject)
-            if idx is not None:
-                assigned[idx] = True
-        # Later writes take precedence, so write the checks in reverse order.
-        rules = np.full(n, Rule.PERMIT, dtype=np.uint8)
-        lacks = compiled.needs_assignment & ~assigned[compiled.subject_idx]
-        rules[lacks] = Rule.ASSIGNMENT_REQUIRED
-        rules[(compiled.acl_bits & bit) == 0] = Rule.ROLE_NOT_PERMITTED
-        rules[~compiled.valid] = Rule.INVALID_LABEL
+        base = compiled.base_rules[role]
+        unlocks = compiled.unlocks[role]
+        opened = [unlocks[s] for s in req.assignments if s in unlocks] if unlocks else []
+        if opened:
+            rules = base.copy()
+            for docs in opened:
+                rules[docs] = Rule.PERMIT
+        else:
+            rules = base  # shared and read-only: nothing to change for this requester
         return BatchDecision(compiled.doc_ids, rules, self.version, compiled.errors)
 
     # -- validation helpers -----------------------------------------------------------
