@@ -174,3 +174,17 @@ def test_cli_controls_and_validate() -> None:
     res = runner.invoke(app, ["conductor", "validate", "--json"])
     assert res.exit_code == 0
     assert json.loads(res.output)["distinct_acls"] == 9
+
+
+def test_cli_show_and_documents(tmp_path: object) -> None:
+    from pathlib import Path
+
+    res = runner.invoke(app, ["conductor", "show", "RMC-MHA-001", "--json"])
+    assert res.exit_code == 0
+    data = json.loads(res.output)
+    assert data["label"]["extra_sensitive"] is True
+    assert "Riverside Medical Clinic" in data["content"]
+    out = Path(str(tmp_path)) / "docs"
+    res = runner.invoke(app, ["conductor", "documents", "--out", str(out), "--json"])
+    assert res.exit_code == 0 and json.loads(res.output)["documents"] == 105
+    assert len(list(out.glob("*.txt"))) == 105

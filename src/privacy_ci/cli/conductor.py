@@ -281,3 +281,50 @@ def controls(
                 f" {result.flows:,} decisions; permits {result.permits_before} ->"
                 f" {result.permits_after}"
             )
+
+
+@app.command()
+def show(
+    doc: str = typer.Argument(..., help="Document id, e.g. RMC-LAB-001."),
+    corpus_dir: Path | None = CorpusOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Print a document's label and its text (generated from the label)."""
+    with user_errors():
+        from privacy_ci.conductor._content import render_document
+
+        corpus = _load(corpus_dir)
+        label = corpus.label(doc)
+        text = render_document(label, corpus)
+        if as_json:
+            print_json({"label": label.model_dump(mode="json"), "content": text})
+            return
+        from rich.markup import escape
+
+        for key, value in label.model_dump(mode="json").items():
+            console.print(f"[bold]{key}[/]: {escape(str(value))}", highlight=False)
+        console.rule()
+        console.print(text, markup=False, highlight=False)
+
+
+@app.command()
+def documents(
+    out: Path = typer.Option(..., "--out", help="Folder to write one <doc_id>.txt per document."),
+    corpus_dir: Path | None = CorpusOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Write every document's text (generated deterministically from its label)."""
+    with user_errors():
+        from privacy_ci.conductor._content import (
+            corpus_digest,
+            render_corpus,
+            write_corpus_documents,
+        )
+
+        corpus = _load(corpus_dir)
+        paths = write_corpus_documents(corpus, out)
+        digest = corpus_digest(render_corpus(corpus))
+        if as_json:
+            print_json({"folder": str(out), "documents": len(paths), "sha256": digest})
+        else:
+            console.print(f"wrote {len(paths)} documents to {out} (corpus sha256 {digest})")
