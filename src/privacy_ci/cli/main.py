@@ -8,7 +8,7 @@ from __future__ import annotations
 import typer
 
 from privacy_ci import __version__
-from privacy_ci.cli import conductor, data, demo, llm
+from privacy_ci.cli import conductor, data, demo, kb, llm
 
 app = typer.Typer(
     name="privacy-ci",
@@ -20,6 +20,7 @@ app = typer.Typer(
 )
 app.add_typer(conductor.app, name="conductor")
 app.add_typer(data.app, name="data")
+app.add_typer(kb.app, name="kb")
 app.add_typer(llm.app, name="llm")
 app.add_typer(llm.cache_app, name="cache")
 app.command(name="demo")(demo.demo)

@@ -1,0 +1,325 @@
+"""`privacy-ci kb ...`: the Privacy Checklist knowledge base (HIPAA, GDPR, EU AI Act)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from privacy_ci.cli._common import console, print_json, user_errors
+
+if TYPE_CHECKING:
+    from privacy_ci.knowledge import KnowledgeBase
+
+app = typer.Typer(
+    help="Privacy Checklist knowledge base: trees, norms, graphs, definitions.",
+    no_args_is_help=True,
+)
+
+REGULATIONS = ("hipaa", "gdpr", "ai_act")
+RegOpt = typer.Option("hipaa", "--regulation", "-r", help="hipaa | gdpr | ai_act")
+JsonOpt = typer.Option(False, "--json", help="Print JSON.")
+
+
+def _kb(regulation: str) -> KnowledgeBase:
+    from privacy_ci.errors import PrivacyCIError
+    from privacy_ci.knowledge import load_knowledge_base
+
+    if regulation not in REGULATIONS:
+        raise PrivacyCIError(f"unknown regulation {regulation!r}; expected one of {REGULATIONS}")
+    return load_knowledge_base(regulation)
+
+
+def _resolve_node(kb: KnowledgeBase, node_id: str) -> str:
+    from privacy_ci.errors import PrivacyCIError
+    from privacy_ci.knowledge import alias_resolver
+
+    if node_id in kb.tree:
+        return node_id
+    resolved = alias_resolver(kb.tree)(node_id)
+    if resolved is None:
+        raise PrivacyCIError(f"{kb.regulation}: no node {node_id!r} in the regulation tree")
+    return resolved
+
+
+@app.command()
+def stats(
+    regulation: str | None = typer.Option(
+        None, "--regulation", "-r", help="One regulation (default: all three)."
+    ),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Counts of each knowledge base beside the paper's section 3.4 figures."""
+    with user_errors():
+        from privacy_ci.knowledge import PAPER_STATS, PAPER_STATS_NOTES
+
+        regs = [regulation] if regulation else list(REGULATIONS)
+        out: dict[str, Any] = {}
+        for reg in regs:
+            kb = _kb(reg)
+            entry: dict[str, Any] = {"ours": kb.stats()}
+            if reg == "hipaa":
+                entry["paper"] = PAPER_STATS
+                entry["notes"] = PAPER_STATS_NOTES
+            report = kb.norms_report
+            if report is not None:
+                entry["skipped_entries"] = len(getattr(report, "skipped", []) or [])
+                entry["dropped_references"] = len(getattr(report, "dropped_references", []) or [])
+            out[reg] = entry
+        if as_json:
+            print_json(out)
+            return
+        from rich.table import Table
+
+        keys = list(next(iter(out.values()))["ours"])
+        t = Table(
+            title="Knowledge base statistics (paper: Privacy Checklist section 3.4)",
+            title_justify="left",
+        )
+        t.add_column("figure")
+        if "hipaa" in out:
+            t.add_column("paper (HIPAA)", justify="right")
+        for reg in out:
+            t.add_column(reg, justify="right")
+        for key in keys:
+            row = [key]
+            if "hipaa" in out:
+                paper = PAPER_STATS.get(key)
+                row.append("" if paper is None else f"{paper:,}")
+            for reg in out:
+                row.append(f"{out[reg]['ours'].get(key, 0):,}")
+            t.add_row(*row)
+        console.print(t)
+        if "hipaa" in out:
+            console.print("[bold]Where HIPAA differs from the paper:[/]")
+            for key, note in PAPER_STATS_NOTES.items():
+                console.print(f"  {key}: {note}", highlight=False)
+        for reg, entry in out.items():
+            if entry.get("skipped_entries") or entry.get("dropped_references"):
+                console.print(
+                    f"{reg}: {entry['skipped_entries']} defective KB entries skipped,"
+                    f" {entry['dropped_references']} references to missing nodes dropped"
+                    " (see the load report)"
+                )
+
+
+def _norm_payload(kb: KnowledgeBase, node_id: str) -> dict[str, Any]:
+    node = kb.tree[node_id]
+    payload: dict[str, Any] = {
+        "regulation": kb.regulation,
+        "id": node_id,
+        "kind": node.kind.value,
+        "text": node.text,
+        "full_specification": kb.full_specification(node_id),
+        "parent": node.parent,
+        "children": list(node.children),
+        "tree_references": list(kb.tree.refs(node_id)),
+        "tree_referenced_by": list(kb.tree.referenced_by(node_id)),
+        "norm": None,
+    }
+    if node_id in kb:
+        norm = kb.norm(node_id)
+        payload["norm"] = {
+            "norm_type": norm.norm_type.value,
+            "sender": list(norm.sender),
+            "sender_role": norm.sender_role,
+            "recipient": list(norm.recipient),
+            "recipient_role": norm.recipient_role,
+            "subject": list(norm.subject),
+            "subject_role": norm.subject_role,
+            "information_type": norm.information_type,
+            "purpose": norm.purpose,
+            "consent_form": norm.consent_form,
+            "sender_is_subject": norm.sender_is_subject.value,
+            "recipient_is_subject": norm.recipient_is_subject.value,
+            "references": [{"target": r.target_id, "kind": r.kind.value} for r in norm.references],
+        }
+    payload["referenced_by_norms"] = [
+        {"id": n.id, "kind": next(r.kind.value for r in n.references if r.target_id == node_id)}
+        for n in kb.referenced_by(node_id)
+    ]
+    return payload
+
+
+@app.command()
+def show(
+    node_id: str = typer.Argument(..., help="A node id, e.g. 164.502(a)(1)(iv)."),
+    regulation: str = RegOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """A node: text, full specification, CI annotation, references, referenced-by."""
+    with user_errors():
+        kb = _kb(regulation)
+        p = _norm_payload(kb, _resolve_node(kb, node_id))
+        if as_json:
+            print_json(p)
+            return
+        from rich.markup import escape
+
+        console.print(f"[bold]{escape(p['id'])}[/] ({p['kind']}, {p['regulation']})")
+        console.print("[bold]Full specification[/]")
+        console.print(p["full_specification"], markup=False, highlight=False)
+        norm = p["norm"]
+        if norm is None:
+            console.print("[dim]no CI annotation on this node[/]")
+        else:
+            console.print("[bold]CI annotation[/]")
+            for key in (
+                "norm_type",
+                "sender",
+                "sender_role",
+                "recipient",
+                "recipient_role",
+                "subject",
+                "subject_role",
+                "information_type",
+                "purpose",
+                "consent_form",
+                "sender_is_subject",
+                "recipient_is_subject",
+            ):
+                console.print(f"  {key:22} {norm[key]}", markup=False, highlight=False)
+            for ref in norm["references"]:
+                console.print(f"  reference {ref['target']} ({ref['kind']})", markup=False)
+        if p["tree_references"]:
+            console.print("cites: " + ", ".join(p["tree_references"]), markup=False)
+        if p["tree_referenced_by"]:
+            console.print("cited by: " + ", ".join(p["tree_referenced_by"]), markup=False)
+        for ref in p["referenced_by_norms"]:
+            console.print(f"annotated as {ref['kind']} by norm {ref['id']}", markup=False)
+
+
+@app.command()
+def refs(
+    node_id: str = typer.Argument(..., help="A node id."),
+    regulation: str = RegOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """What a node cites (annotated support/exception, and the tree's cross-references)
+    and what cites it."""
+    with user_errors():
+        kb = _kb(regulation)
+        nid = _resolve_node(kb, node_id)
+        p = _norm_payload(kb, nid)
+        annotated = p["norm"]["references"] if p["norm"] else []
+        data = {
+            "id": nid,
+            "annotated_references": annotated,
+            "tree_references": p["tree_references"],
+            "tree_referenced_by": p["tree_referenced_by"],
+            "referenced_by_norms": p["referenced_by_norms"],
+        }
+        if as_json:
+            print_json(data)
+            return
+        console.print(f"[bold]{nid}[/]", highlight=False)
+        for label, items in (
+            ("annotated references", [f"{r['target']} ({r['kind']})" for r in annotated]),
+            ("cites (tree)", p["tree_references"]),
+            ("cited by (tree)", p["tree_referenced_by"]),
+            ("annotated by", [f"{r['id']} ({r['kind']})" for r in p["referenced_by_norms"]]),
+        ):
+            console.print(f"{label}: " + (", ".join(items) if items else "-"), markup=False)
+
+
+def _taxonomy(kind: str, term: str, as_json: bool) -> None:
+    from rich.markup import escape
+
+    from privacy_ci.errors import PrivacyCIError
+
+    kb = _kb("hipaa")
+    graph = kb.role_graph if kind == "roles" else kb.attribute_graph
+    if graph is None:
+        raise PrivacyCIError(f"the HIPAA knowledge base has no {kind} graph")
+    classes = graph.classify(term)
+    data: dict[str, Any] = {
+        "query": term,
+        "graph": "role" if kind == "roles" else "attribute",
+        "matches": [
+            {
+                "term": c.match.term,
+                "score": round(c.match.score, 3),
+                "method": c.match.method,
+                "ancestors": list(c.ancestors),
+            }
+            for c in classes
+        ],
+    }
+    if kind == "roles":
+        data["regulation_roles"] = {
+            c.match.term: graph.regulation_roles_of(c.match.term)  # type: ignore[union-attr]
+            for c in classes
+        }
+    if classes and classes[0].match.score == 1.0:
+        data["descendants"] = graph.descendants(classes[0].match.term)
+    if as_json:
+        print_json(data)
+        return
+    for m in data["matches"]:
+        exact = "exact" if m["score"] == 1.0 else f"nearest, score {m['score']:.2f} ({m['method']})"
+        console.print(f"[bold]{escape(m['term'])}[/] \\[{exact}]", highlight=False)
+        console.print("  falls under: " + (" -> ".join(m["ancestors"]) or "(a root)"), markup=False)
+        if kind == "roles" and data["regulation_roles"].get(m["term"]):
+            console.print(
+                "  regulation roles: " + ", ".join(data["regulation_roles"][m["term"]]),
+                markup=False,
+            )
+    if not data["matches"]:
+        console.print(f"no term in the graph resembles {term!r}")
+
+
+@app.command()
+def roles(term: str = typer.Argument(...), as_json: bool = JsonOpt) -> None:
+    """Which regulation roles a case role (e.g. surgeon) falls under (HIPAA role graph)."""
+    with user_errors():
+        _taxonomy("roles", term, as_json)
+
+
+@app.command()
+def attributes(term: str = typer.Argument(...), as_json: bool = JsonOpt) -> None:
+    """Which attribute classes an information type (e.g. HIV status) belongs to."""
+    with user_errors():
+        _taxonomy("attributes", term, as_json)
+
+
+@app.command()
+def define(
+    term: str = typer.Argument(...),
+    regulation: str = RegOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """A term's definition (exact, else the nearest defined terms with scores)."""
+    with user_errors():
+        from privacy_ci.errors import PrivacyCIError
+
+        kb = _kb(regulation)
+        if kb.definitions is None:
+            raise PrivacyCIError(f"{regulation}: no definitions loaded")
+        matches = kb.definitions.lookup(term, min_score=0.4)
+        data = {
+            "query": term,
+            "regulation": regulation,
+            "matches": [
+                {
+                    "term": m.term,
+                    "score": round(m.score, 3),
+                    "method": m.method,
+                    "definition": m.definition.text,
+                    "source": m.definition.source,
+                }
+                for m in matches
+            ],
+        }
+        if as_json:
+            print_json(data)
+            return
+        if not matches:
+            console.print(f"{regulation}: no definition resembles {term!r}")
+            raise typer.Exit(1)
+        for m in data["matches"][:3]:
+            console.print(
+                f"[bold]{m['term']}[/] (score {m['score']:.2f}, {m['method']})", highlight=False
+            )
+            console.print(m["definition"], markup=False, highlight=False)
+            if m["source"]:
+                console.print(f"[dim]{m['source']}[/]", highlight=False)
