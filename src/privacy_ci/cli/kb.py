@@ -296,7 +296,7 @@ def define(
         if kb.definitions is None:
             raise PrivacyCIError(f"{regulation}: no definitions loaded")
         matches = kb.definitions.lookup(term, min_score=0.4)
-        data = {
+        data: dict[str, Any] = {
             "query": term,
             "regulation": regulation,
             "matches": [
