@@ -23,7 +23,7 @@ from privacy_ci.knowledge import (
 
 @pytest.fixture(scope="module")
 def hipaa(shared_data: Path) -> KnowledgeBase:
-    return load_knowledge_base("hipaa", shared_data)
+    return load_knowledge_base("hipaa", shared_data, hipaa_tree="published")
 
 
 @pytest.fixture(scope="module")

@@ -21,13 +21,22 @@ RegOpt = typer.Option("hipaa", "--regulation", "-r", help="hipaa | gdpr | ai_act
 JsonOpt = typer.Option(False, "--json", help="Print JSON.")
 
 
-def _kb(regulation: str) -> KnowledgeBase:
+TreeOpt = typer.Option(
+    "ecfr",
+    "--tree",
+    help="HIPAA tree: ecfr (ours, from the official pages) | published (GoldCoin).",
+)
+
+
+def _kb(regulation: str, tree: str = "ecfr") -> KnowledgeBase:
     from privacy_ci.errors import PrivacyCIError
     from privacy_ci.knowledge import load_knowledge_base
 
     if regulation not in REGULATIONS:
         raise PrivacyCIError(f"unknown regulation {regulation!r}; expected one of {REGULATIONS}")
-    return load_knowledge_base(regulation)
+    if tree not in ("ecfr", "published"):
+        raise PrivacyCIError(f"--tree must be ecfr or published, not {tree!r}")
+    return load_knowledge_base(regulation, hipaa_tree=tree)
 
 
 def _resolve_node(kb: KnowledgeBase, node_id: str) -> str:
@@ -47,6 +56,7 @@ def stats(
     regulation: str | None = typer.Option(
         None, "--regulation", "-r", help="One regulation (default: all three)."
     ),
+    tree: str = TreeOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Counts of each knowledge base beside the paper's section 3.4 figures."""
@@ -56,8 +66,8 @@ def stats(
         regs = [regulation] if regulation else list(REGULATIONS)
         out: dict[str, Any] = {}
         for reg in regs:
-            kb = _kb(reg)
-            entry: dict[str, Any] = {"ours": kb.stats()}
+            kb = _kb(reg, tree)
+            entry: dict[str, Any] = {"ours": kb.stats(), "tree_source": kb.sources.get("tree")}
             if reg == "hipaa":
                 entry["paper"] = PAPER_STATS
                 entry["notes"] = PAPER_STATS_NOTES
@@ -323,3 +333,51 @@ def define(
             console.print(m["definition"], markup=False, highlight=False)
             if m["source"]:
                 console.print(f"[dim]{m['source']}[/]", highlight=False)
+
+
+@app.command()
+def agreement(
+    against: str = typer.Option(
+        "goldcoin", help="goldcoin (regulation_tree_goldcoin) | checklist (regulation_tree)."
+    ),
+    as_json: bool = JsonOpt,
+) -> None:
+    """How our eCFR-parsed HIPAA tree agrees with a published tree: ids, text, parents,
+    references, and every residual difference explained."""
+    with user_errors():
+        from privacy_ci.data import data_dir
+        from privacy_ci.errors import PrivacyCIError
+        from privacy_ci.regulations import (
+            compare_with_published,
+            load_ecfr_tree,
+            load_hipaa_graphml,
+        )
+
+        files = {
+            "goldcoin": "hipaa/regulation_tree_goldcoin.graphml",
+            "checklist": "hipaa/regulation_tree.graphml",
+        }
+        if against not in files:
+            raise PrivacyCIError(f"--against must be one of {list(files)}")
+        root = data_dir()
+        theirs, _ = load_hipaa_graphml(root / files[against])
+        report = compare_with_published(load_ecfr_tree(root), theirs)
+        if as_json:
+            print_json(report.as_dict())
+            return
+        from rich.table import Table
+
+        t = Table(title=f"Our eCFR tree vs {files[against]}", title_justify="left")
+        for col in ("aspect", "measure", "value"):
+            t.add_column(col)
+        for row in report.rows():
+            t.add_row(*row)
+        console.print(t)
+        console.print("[bold]Differences, explained[/]")
+        for diff in report.explained:
+            example = f" e.g. {diff.examples[0]}" if diff.examples else ""
+            console.print(
+                f"  {diff.count:5} {diff.category}: {diff.note}{example}",
+                markup=False,
+                highlight=False,
+            )

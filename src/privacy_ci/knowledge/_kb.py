@@ -101,6 +101,9 @@ PAPER_STATS_NOTES: dict[str, str] = {
     " paper's 1,673 equals 1,632 plus the 41 text-less nodes of the Checklist file"
     " (2,315 nodes - 642 internal), i.e. it counted every non-internal node as a leaf",
     "subsumption_edges": "the released tree has 2,273 subsume edges (one per non-root tree node)",
+    "cross_references": "the published trees hold the 761 references linked on the eCFR pages;"
+    " our eCFR tree (the default) also reads citations from the text (unlinked citations,"
+    " the middle of ranges, parts and subparts): 911, a superset of the 760 distinct links",
     "definitions": "the paper says 'defined in HIPAA 164.103'; the file's sources are spread "
     "over 160.103, 164.501, 164.103 and others, and one key ('Header.') is not a term",
 }
@@ -282,7 +285,8 @@ class KnowledgeBase:
 def load_knowledge_base(
     regulation: str,
     data_dir: Path | str | None = None,
-    resolve: Callable[[RegulationTree], Resolver] = alias_resolver,
+    resolve: Callable[[RegulationTree], Resolver] | None = None,
+    hipaa_tree: str = "ecfr",
 ) -> KnowledgeBase:
     """Load a regulation's knowledge base from the published files.
 
@@ -320,12 +324,27 @@ def load_knowledge_base(
             f"Run `{data_module.FETCH_COMMAND}` or set {data_module.DATA_ENV}."
         )
     paths = {role: root / rel for role, rel in KB_FILES[regulation].items()}
-    if regulation == "hipaa":
+    tree_report: LoadReport | None
+    if regulation == "hipaa" and hipaa_tree == "ecfr":
+        # Our tree from the official eCFR pages; the KB's GoldCoin-spelled ids and
+        # reference targets resolve to its canonical ids through the tree's aliases.
+        from privacy_ci.regulations import load_ecfr_tree
+
+        tree = load_ecfr_tree(root)
+        tree_report = None
+        paths["tree"] = root / "hipaa" / "ecfr"
+        resolver = resolve(tree) if resolve is not None else tree.resolve
+        norms, report = load_checklist_kb(paths["norms"], tree, resolver)
+    elif regulation == "hipaa":
+        if hipaa_tree != "published":
+            raise ValueError(f"hipaa_tree must be 'ecfr' or 'published', not {hipaa_tree!r}")
         tree, tree_report = load_hipaa_graphml(paths["tree"])
-        norms, report = load_checklist_kb(paths["norms"], tree, resolve(tree))
+        resolver = (resolve or alias_resolver)(tree)
+        norms, report = load_checklist_kb(paths["norms"], tree, resolver)
     else:
         tree, tree_report = load_privaci_law_tree(paths["tree"], regulation)
-        norms, report = load_privaci_kb(paths["norms"], regulation, tree, resolve(tree))
+        resolver = (resolve or alias_resolver)(tree)
+        norms, report = load_privaci_kb(paths["norms"], regulation, tree, resolver)
     return KnowledgeBase(
         regulation=regulation,
         tree=tree,

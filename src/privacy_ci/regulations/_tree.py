@@ -103,6 +103,18 @@ class RegulationTree:
     def get(self, node_id: str) -> Node | None:
         return self.nodes.get(node_id)
 
+    def resolve(self, node_id: str) -> str | None:
+        """The node id for any accepted spelling (ours, GoldCoin's, a citation), or None.
+
+        ``160.103(Business%20associate)(1)``, ``164.504(a)Planadministrationfunctions``
+        and ``§ 164.502(a)`` all resolve to the canonical id when the node exists.
+        """
+        if node_id in self.nodes:
+            return node_id
+        from privacy_ci.regulations._ids import alias_index
+
+        return alias_index(self).resolve(node_id)
+
     def children(self, node_id: str) -> tuple[str, ...]:
         return self[node_id].children
 
