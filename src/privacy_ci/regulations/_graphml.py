@@ -122,6 +122,12 @@ def load_hipaa_graphml(path: Path, regulation: str = "hipaa") -> tuple[Regulatio
     if "HIPAA" not in graph.nodes:
         raise TreeError(f"{path}: no root node 'HIPAA'")
     parents, refs = _tree_parents(graph, "HIPAA", "relation", report)
+    if report.extra_parents:
+        child, others = next(iter(report.extra_parents.items()))
+        raise TreeError(
+            f"{path}: node {child!r} has several parents ({parents[child]}, {', '.join(others)});"
+            " the subsumption edges must form a tree"
+        )
     parent_map: dict[str, str | None] = {}
     order = list(graph.nodes)
     for nid in order:
