@@ -190,3 +190,17 @@ def test_never_writes_into_the_data_dir(
         fetch_cfr_part(45, 164, data / "hipaa" / "ecfr", base_url=base)
     assert state.requests == []
     assert not list(data.iterdir())
+
+
+def test_cli_fetch_cfr(site: tuple[str, _Site], cache: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from privacy_ci.cli.main import app
+
+    base, _ = site
+    res = CliRunner().invoke(app, ["kb", "fetch-cfr", "--part", "164", "--base-url", base, "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert data["tree"]["internal_nodes"] > 100 and Path(data["path"]).is_relative_to(cache)

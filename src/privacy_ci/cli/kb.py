@@ -381,3 +381,28 @@ def agreement(
                 markup=False,
                 highlight=False,
             )
+
+
+@app.command("fetch-cfr")
+def fetch_cfr(
+    part: int = typer.Option(..., "--part", help="CFR part, e.g. 164."),
+    title: int = typer.Option(45, "--title", help="CFR title."),
+    base_url: str | None = typer.Option(None, "--base-url", help="eCFR service URL."),
+    parse: bool = typer.Option(True, help="Parse the page and print its tree statistics."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Download a CFR part's page from the eCFR service into the cache directory."""
+    with user_errors():
+        from privacy_ci.regulations import fetch_cfr_part, parse_ecfr_html
+
+        kwargs: dict[str, Any] = {} if base_url is None else {"base_url": base_url}
+        path = fetch_cfr_part(title, part, **kwargs)
+        data: dict[str, Any] = {"title": title, "part": part, "path": str(path)}
+        if parse:
+            data["tree"] = parse_ecfr_html([path]).stats()
+        if as_json:
+            print_json(data)
+        else:
+            console.print(f"saved {path}", highlight=False)
+            if parse:
+                console.print(f"tree: {data['tree']}", highlight=False)
