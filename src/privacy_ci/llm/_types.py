@@ -88,9 +88,10 @@ class Completion:
         retries: attempts that failed before this result.
         cached: whether it came from the cache.
         provider / model: which backend produced it.
-        error: a failure message; set when the call failed after all retries or the
-            structured output was malformed (`parse_error` then holds the detail).
-        parse_error: why the structured output did not parse (the raw text is kept).
+        error: a failure message, set only when the call itself failed after all
+            retries (such completions are never cached).
+        parse_error: why requested structured output did not parse; the call
+            succeeded, `text` keeps the raw output and `parsed` is None.
     """
 
     text: str

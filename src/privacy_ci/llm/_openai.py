@@ -1,0 +1,395 @@
+"""`OpenAICompatibleBackend`: OpenAI and every server speaking its chat API.
+
+vLLM, llama.cpp server, Ollama, SGLang and OpenAI itself, over the official
+``openai.AsyncOpenAI`` client. One attempt per `complete` (the SDK's own retries
+are off: `LLMClient` retries, with backoff that honours ``Retry-After``). Every
+generation setting is sent explicitly (temperature, top_p, max tokens, seed,
+stop), and the base URL always is too, so ``OPENAI_BASE_URL`` in the environment
+never silently redirects a run.
+
+Structured output (`GenerationSettings.json_schema`), by `structured_mode`:
+
+- ``response_format`` (and ``auto``): ``{"type": "json_schema", "json_schema":
+  {"name", "schema", "strict": true}}`` (OpenAI, llama.cpp server, recent vLLM);
+- ``guided_json``: vLLM's ``extra_body={"guided_json": schema}`` (older vLLM; newer
+  releases prefer ``response_format``);
+- ``grammar``: llama.cpp server's ``extra_body={"json_schema": schema}`` (converted
+  to a GBNF grammar by the server);
+- ``tool``: a forced function call whose parameters are the schema;
+- ``none``: nothing is sent; the prompt alone asks for JSON.
+
+Output that does not parse is returned with `Completion.parse_error` and the raw
+text, never raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import threading
+import time
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from typing import Any, Generic, Literal, Protocol, TypeVar
+
+import openai
+from openai.types.chat import (
+    ChatCompletion,
+    ChatCompletionMessageParam,
+    ChatCompletionNamedToolChoiceParam,
+    ChatCompletionToolUnionParam,
+)
+from openai.types.chat.completion_create_params import ResponseFormat
+
+from privacy_ci.llm._config import LLMConfig, StructuredMode
+from privacy_ci.llm._types import (
+    Completion,
+    FinishReason,
+    GenerationSettings,
+    LLMError,
+    Message,
+    parse_structured,
+)
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+NO_KEY_PLACEHOLDER = "not-needed"
+"""Sent as the API key to local servers that need none (the SDK insists on one)."""
+
+_FINISH = {
+    "stop": FinishReason.STOP,
+    "length": FinishReason.LENGTH,
+    "tool_calls": FinishReason.TOOL,
+    "function_call": FinishReason.TOOL,
+}
+_MODES = ("auto", "response_format", "guided_json", "grammar", "tool", "none")
+
+
+class OpenAICompatibleBackend:
+    """One chat-completions call per `complete`, errors mapped to `LLMError`.
+
+    Args:
+        model: the model name the server expects.
+        base_url: the API root (``.../v1``); None means OpenAI itself.
+        api_key: the key; None sends `NO_KEY_PLACEHOLDER` (local servers).
+        provider: ``"openai"`` or ``"openai-compatible"``; OpenAI gets
+            ``max_completion_tokens``, other servers ``max_tokens``.
+        structured_mode: how a JSON schema is requested (see the module docstring).
+        timeout: seconds for each phase of the request (connect, write, read).
+
+    The `openai.AsyncOpenAI` client is created lazily, one per running event loop,
+    and closed when that loop shuts down (``asyncio.run`` finalises async
+    generators, which is how we hook in), so `LLMClient.complete_sync`, which runs a
+    fresh loop per call, works and leaks no connections. `aclose` closes the
+    current loop's client.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        provider: Literal["openai", "openai-compatible"] = "openai-compatible",
+        structured_mode: StructuredMode = "auto",
+        timeout: float = 120.0,
+    ) -> None:
+        if provider not in ("openai", "openai-compatible"):
+            raise ValueError(f"provider must be 'openai' or 'openai-compatible', not {provider!r}")
+        if structured_mode not in _MODES:
+            raise ValueError(f"unknown structured_mode {structured_mode!r}")
+        if base_url is None and provider == "openai-compatible":
+            raise LLMError(
+                "provider 'openai-compatible' needs base_url (e.g. http://127.0.0.1:8000/v1"
+                " for vLLM, http://127.0.0.1:8080/v1 for llama.cpp server)",
+                retryable=False,
+            )
+        self.provider: str = provider
+        self.model = model
+        self.base_url = (base_url or OPENAI_BASE_URL).rstrip("/")
+        self.structured_mode: StructuredMode = structured_mode
+        self.timeout = timeout
+        self._api_key = api_key or NO_KEY_PLACEHOLDER
+        self._pool: _LoopClients[openai.AsyncOpenAI] = _LoopClients(self._new_client)
+
+    @classmethod
+    def from_config(cls, config: LLMConfig) -> OpenAICompatibleBackend:
+        """The backend for an `LLMConfig` with provider openai or openai-compatible.
+
+        Raises:
+            LLMError: base_url missing for openai-compatible, or no API key for OpenAI.
+        """
+        if config.provider not in ("openai", "openai-compatible"):
+            raise ValueError(f"not an OpenAI-style provider: {config.provider!r}")
+        key = config.api_key()
+        if config.provider == "openai" and not key and config.base_url is None:
+            name = config.api_key_env or "OPENAI_API_KEY"
+            raise LLMError(f"provider 'openai' needs an API key: set {name}", retryable=False)
+        return cls(
+            model=config.model,
+            base_url=config.base_url,
+            api_key=key,
+            provider="openai" if config.provider == "openai" else "openai-compatible",
+            structured_mode=config.structured_mode,
+            timeout=config.timeout,
+        )
+
+    def _new_client(self) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(
+            api_key=self._api_key,
+            base_url=self.base_url,
+            timeout=self.timeout,
+            max_retries=0,
+        )
+
+    # -- request ---------------------------------------------------------------------
+    def request_options(
+        self, messages: Sequence[Message], settings: GenerationSettings
+    ) -> dict[str, Any]:
+        """The keyword arguments of ``chat.completions.create`` (for inspection)."""
+        chat: list[ChatCompletionMessageParam] = []
+        for m in messages:
+            if m.role == "system":
+                chat.append({"role": "system", "content": m.content})
+            elif m.role == "assistant":
+                chat.append({"role": "assistant", "content": m.content})
+            else:
+                chat.append({"role": "user", "content": m.content})
+        options: dict[str, Any] = {
+            "model": self.model,
+            "messages": chat,
+            "temperature": settings.temperature,
+            "top_p": settings.top_p,
+            "seed": settings.seed,
+            "stop": list(settings.stop) or None,
+        }
+        if self.provider == "openai":
+            options["max_completion_tokens"] = settings.max_tokens
+        else:
+            options["max_tokens"] = settings.max_tokens
+        schema = settings.json_schema
+        mode = self.structured_mode
+        if schema is not None and mode != "none":
+            if mode in ("auto", "response_format"):
+                response_format: ResponseFormat = {
+                    "type": "json_schema",
+                    "json_schema": {"name": settings.schema_name, "schema": schema, "strict": True},
+                }
+                options["response_format"] = response_format
+            elif mode == "guided_json":
+                options["extra_body"] = {"guided_json": schema}
+            elif mode == "grammar":
+                options["extra_body"] = {"json_schema": schema}
+            else:  # tool
+                tools: list[ChatCompletionToolUnionParam] = [
+                    {
+                        "type": "function",
+                        "function": {
+                            "name": settings.schema_name,
+                            "parameters": schema,
+                            "description": "Return the answer in this structure.",
+                        },
+                    }
+                ]
+                choice: ChatCompletionNamedToolChoiceParam = {
+                    "type": "function",
+                    "function": {"name": settings.schema_name},
+                }
+                options["tools"] = tools
+                options["tool_choice"] = choice
+        return options
+
+    async def complete(
+        self, messages: Sequence[Message], settings: GenerationSettings
+    ) -> Completion:
+        """One attempt. Raises `LLMError` (``retryable`` set) on failure."""
+        client = await self._pool.get()
+        options = self.request_options(messages, settings)
+        start = time.perf_counter()
+        try:
+            response: object = await client.chat.completions.create(**options)
+        except openai.APIError as exc:
+            raise self._map_error(exc) from exc
+        except ValueError as exc:  # a 200 whose JSON body does not decode
+            raise LLMError(
+                f"{self.provider} ({self.base_url}): malformed response body: {exc}",
+                retryable=True,
+                status=200,
+            ) from exc
+        except openai.OpenAIError as exc:  # raised by the SDK before any request
+            raise LLMError(f"{self.provider} ({self.base_url}): {exc}", retryable=False) from exc
+        latency = time.perf_counter() - start
+        return self._to_completion(response, settings, latency)
+
+    def _to_completion(
+        self, response: object, settings: GenerationSettings, latency: float
+    ) -> Completion:
+        try:
+            if not isinstance(response, ChatCompletion):
+                raise TypeError(f"expected a chat completion, got {type(response).__name__}")
+            choice = response.choices[0]
+            message = choice.message
+            text = message.content or ""
+            if self.structured_mode == "tool" and settings.json_schema is not None:
+                for call in message.tool_calls or []:
+                    if call.type == "function":
+                        text = call.function.arguments
+                        break
+            finish = _FINISH.get(str(choice.finish_reason), FinishReason.OTHER)
+            usage = response.usage
+            prompt_tokens = int(usage.prompt_tokens) if usage is not None else 0
+            completion_tokens = int(usage.completion_tokens) if usage is not None else 0
+            raw = {
+                "id": response.id,
+                "system_fingerprint": response.system_fingerprint,
+                "model": response.model,
+            }
+        except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
+            raise LLMError(
+                f"{self.provider} ({self.base_url}): malformed response body:"
+                f" {type(exc).__name__}: {exc}",
+                retryable=True,
+                status=200,
+            ) from exc
+        completion = Completion(
+            text=text,
+            provider=self.provider,
+            model=self.model,
+            finish_reason=finish,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            latency_s=latency,
+            raw=raw,
+        )
+        if settings.json_schema is not None:
+            completion.parsed, completion.parse_error = parse_structured(text)
+        return completion
+
+    def _map_error(self, exc: openai.APIError) -> LLMError:
+        where = f"{self.provider} ({self.base_url})"
+        if isinstance(exc, openai.APITimeoutError):
+            return LLMError(f"{where}: request timed out after {self.timeout:g}s", retryable=True)
+        if isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__
+            detail = f"{type(cause).__name__}: {cause}" if cause is not None else exc.message
+            return LLMError(f"{where}: connection failed: {detail}", retryable=True)
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            return LLMError(
+                f"{where}: HTTP {status}: {_error_text(exc.body, exc.message)}",
+                retryable=is_retryable_status(status),
+                retry_after=retry_after_seconds(exc.response.headers),
+                status=status,
+            )
+        # APIResponseValidationError and any other body the SDK could not use
+        return LLMError(f"{where}: malformed response: {exc.message}", retryable=True)
+
+    async def aclose(self) -> None:
+        """Close the client of the running event loop (if one was created)."""
+        await self._pool.aclose()
+
+
+# -- shared helpers (the Anthropic backend keeps its own copy: no cross-SDK import) ------
+def is_retryable_status(status: int) -> bool:
+    """408, 409, 429 and every 5xx may succeed later; other 4xx will not."""
+    return status in (408, 409, 429) or status >= 500
+
+
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date)."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    ms = lowered.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(float(ms) / 1000.0, 0.0)
+        except ValueError:
+            pass
+    value = lowered.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(when.timestamp() - time.time(), 0.0)
+
+
+def _error_text(body: object, fallback: str) -> str:
+    """The server's own error message from an OpenAI/Anthropic/FastAPI-shaped body."""
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict):
+            message = error.get("message") or error.get("detail")
+            if message:
+                return str(message)[:500]
+        elif isinstance(error, str) and error:
+            return error[:500]
+        if "detail" in body:
+            return str(body["detail"])[:500]
+        return json.dumps(body)[:500]
+    if isinstance(body, str) and body:
+        return body[:500]
+    return fallback
+
+
+class _Closeable(Protocol):
+    async def close(self) -> None: ...
+
+
+_C = TypeVar("_C", bound=_Closeable)
+
+
+class _LoopClients(Generic[_C]):
+    """One SDK client per running event loop, closed when that loop shuts down.
+
+    A loop run by ``asyncio.run`` finalises its pending async generators before it
+    closes (``loop.shutdown_asyncgens``); each client is guarded by such a generator
+    whose ``finally`` closes it. Entries of loops closed some other way are dropped.
+    """
+
+    def __init__(self, factory: Callable[[], _C]) -> None:
+        self._factory = factory
+        self._lock = threading.Lock()
+        self._clients: dict[asyncio.AbstractEventLoop, tuple[_C, AsyncGenerator[None, None]]] = {}
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._clients)
+
+    async def get(self) -> _C:
+        """The running loop's client (created on first use)."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            entry = self._clients.get(loop)
+            if entry is not None:
+                return entry[0]
+            for stale in [other for other in self._clients if other.is_closed()]:
+                del self._clients[stale]
+            client = self._factory()
+            guard = self._guard(loop, client)
+            self._clients[loop] = (client, guard)
+        await anext(guard)  # first iteration registers it with the loop's finaliser
+        return client
+
+    async def _guard(
+        self, loop: asyncio.AbstractEventLoop, client: _C
+    ) -> AsyncGenerator[None, None]:
+        try:
+            yield
+        finally:
+            with self._lock:
+                entry = self._clients.get(loop)
+                if entry is not None and entry[0] is client:
+                    del self._clients[loop]
+            await client.close()
+
+    async def aclose(self) -> None:
+        """Close the running loop's client now."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            entry = self._clients.get(loop)
+        if entry is not None:
+            await entry[1].aclose()
