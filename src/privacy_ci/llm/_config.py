@@ -18,7 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from privacy_ci.errors import PrivacyCIError
 
 Provider = Literal["embedded", "openai-compatible", "openai", "anthropic"]
-StructuredMode = Literal["auto", "response_format", "guided_json", "grammar", "tool", "none"]
+StructuredMode = Literal[
+    "auto", "response_format", "json_object", "guided_json", "grammar", "tool", "none"
+]
 
 ENV_PREFIX = "PRIVACY_CI_LLM_"
 DEFAULT_API_KEY_ENV = {

@@ -61,7 +61,7 @@ _FINISH = {
     "tool_calls": FinishReason.TOOL,
     "function_call": FinishReason.TOOL,
 }
-_MODES = ("auto", "response_format", "guided_json", "grammar", "tool", "none")
+_MODES = ("auto", "response_format", "json_object", "guided_json", "grammar", "tool", "none")
 
 
 class OpenAICompatibleBackend:
@@ -166,9 +166,17 @@ class OpenAICompatibleBackend:
             options["max_completion_tokens"] = settings.max_tokens
         else:
             options["max_tokens"] = settings.max_tokens
+        extra: dict[str, Any] = {}
+        if settings.repeat_penalty is not None:
+            extra["repeat_penalty"] = settings.repeat_penalty
+        if settings.grammar is not None:
+            extra["grammar"] = settings.grammar  # llama.cpp servers take GBNF as "grammar"
         schema = settings.json_schema
         mode = self.structured_mode
-        if schema is not None and mode != "none":
+        if schema is not None and mode == "json_object":
+            # llama-cpp-python's server: a schema-constrained JSON object
+            options["response_format"] = {"type": "json_object", "schema": schema}
+        elif schema is not None and mode != "none":
             if mode in ("auto", "response_format"):
                 response_format: ResponseFormat = {
                     "type": "json_schema",
@@ -176,9 +184,9 @@ class OpenAICompatibleBackend:
                 }
                 options["response_format"] = response_format
             elif mode == "guided_json":
-                options["extra_body"] = {"guided_json": schema}
+                extra["guided_json"] = schema
             elif mode == "grammar":
-                options["extra_body"] = {"json_schema": schema}
+                extra["json_schema"] = schema  # llama.cpp's native llama-server
             else:  # tool
                 tools: list[ChatCompletionToolUnionParam] = [
                     {
@@ -196,6 +204,8 @@ class OpenAICompatibleBackend:
                 }
                 options["tools"] = tools
                 options["tool_choice"] = choice
+        if extra:
+            options["extra_body"] = extra
         return options
 
     async def complete(

@@ -51,6 +51,10 @@ class GenerationSettings:
         json_schema: when set, ask for structured output matching this JSON schema
             and parse it into `Completion.parsed`.
         schema_name: a name for the schema (some providers require one).
+        grammar: a GBNF grammar constraining the output (embedded model and llama.cpp
+            servers; e.g. `choice_grammar`). Exclusive with `json_schema`.
+        repeat_penalty: a repetition penalty to send explicitly (llama.cpp's server
+            defaults to 1.1, the in-process model to 1.0); None sends nothing.
     """
 
     temperature: float = 0.0
@@ -60,6 +64,12 @@ class GenerationSettings:
     stop: tuple[str, ...] = ()
     json_schema: dict[str, Any] | None = None
     schema_name: str = "answer"
+    grammar: str | None = None
+    repeat_penalty: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.grammar is not None and self.json_schema is not None:
+            raise ValueError("GenerationSettings: pass either a grammar or a json_schema, not both")
 
     def cache_key_part(self) -> dict[str, Any]:
         data = asdict(self)
