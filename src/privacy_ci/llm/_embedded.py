@@ -36,6 +36,7 @@ GBNF grammar from `choice_grammar` passed to `EmbeddedBackend.complete_with_gram
 from __future__ import annotations
 
 import asyncio
+import atexit
 import importlib.util
 import json
 import threading
@@ -203,6 +204,10 @@ def _load_model(path: Path, n_ctx: int, n_threads: int | None, seed: int | None)
         except (ValueError, RuntimeError, OSError) as exc:
             raise PrivacyCIError(f"cannot load GGUF model {path}: {exc}") from None
         loaded = _LoadedModel(llama=llama, load_s=time.perf_counter() - start)
+        if not _MODELS:
+            # Free models before interpreter teardown: llama.cpp's own finalizer runs too
+            # late (module globals already None) and prints a TypeError at exit.
+            atexit.register(unload_models)
         _MODELS[key] = loaded
         return loaded
 
