@@ -1,0 +1,175 @@
+"""Reading a verdict out of a model's free-text answer.
+
+The paper's prompts end with ``Choice: [A. Prohibited | B. Permitted | C. Not
+related ]``; real models answer ``Choice: A``, ``(B) Permitted``,
+``**Choice:** C. Not related``, revise themselves ("Choice: B ... on reflection,
+Choice: A"), or write prose ("this disclosure is not permitted"). A text with no
+recognisable choice is an explicit parse failure (`verdict is None`): counted
+wrong, as in the paper, never resampled silently and never guessed from a label.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from privacy_ci.ci import Verdict
+
+LETTERS = {"A": Verdict.PROHIBIT, "B": Verdict.PERMIT, "C": Verdict.NOT_APPLICABLE}
+
+_WORDS: list[tuple[re.Pattern[str], Verdict]] = [
+    # negations first: "not permitted" is a prohibition, "not prohibited" a permission
+    (re.compile(r"\b(?:not|n[o']t|never)\s+(?:be\s+)?permitted\b", re.I), Verdict.PROHIBIT),
+    (re.compile(r"\bimpermissible\b|\bunpermitted\b", re.I), Verdict.PROHIBIT),
+    (re.compile(r"\b(?:not|n[o']t|never)\s+(?:be\s+)?prohibited\b", re.I), Verdict.PERMIT),
+    (
+        re.compile(
+            r"\bnot\s+(?:related|applicable|relevant|governed|covered)\b|\bunrelated\b"
+            r"|\bnot\s+subject\s+to\s+hipaa\b|\bdoes\s+not\s+apply\b",
+            re.I,
+        ),
+        Verdict.NOT_APPLICABLE,
+    ),
+    (
+        re.compile(r"\bprohibit(?:ed|s)?\b|\bviolat(?:es|ed|ion|ing)\b|\bforbid(?:den)?\b", re.I),
+        Verdict.PROHIBIT,
+    ),
+    (re.compile(r"\bpermit(?:ted|s)?\b|\ballowed\b|\bcomplian(?:t|ce)\b", re.I), Verdict.PERMIT),
+]
+
+# "Choice: A", "**Choice:** C. Not related", "Choice: [B. Permitted]", "Final answer: (A)"
+_CHOICE = re.compile(
+    r"(?:choice|answer|conclusion|decision|verdict)\s*\**\s*[:：\-–—]\s*\**\s*[\[(]?\s*\**\s*"
+    r"(?P<body>[^\n]{0,80})",
+    re.I,
+)
+_LEAD_LETTER = re.compile(r"^\(?\s*([ABC])\s*(?:[.):\]|,]|\s|$)")
+# a lower-case letter only when it stands alone ("choice: b"), not "a permitted use"
+_LEAD_LOWER = re.compile(r"^\(?\s*([abc])\s*(?:[.)\]]|$)")
+# "(B) Permitted", "B. Permitted", "A) Prohibited" anywhere on a line
+_LETTER_OPTION = re.compile(
+    r"(?<![A-Za-z])\(?([ABC])[.)]\s*(?:the event is\s+)?(prohibited|permitted|not related)", re.I
+)
+_QUESTION_LINE = re.compile(
+    r"^\(?[ABC][.)]\s*the event is (?:prohibited by|permitted by|not related to) hipaa\.?$", re.I
+)
+_OPTION_VERDICT = {
+    "prohibited": Verdict.PROHIBIT,
+    "permitted": Verdict.PERMIT,
+    "not related": Verdict.NOT_APPLICABLE,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedVerdict:
+    """What `parse_verdict` found.
+
+    Args:
+        verdict: the verdict, or None when the text holds no recognisable choice.
+        method: ``choice`` (an explicit choice line), ``option`` (a lettered
+            option), ``words`` (prose), or ``unparsed``.
+        evidence: the text that decided.
+    """
+
+    verdict: Verdict | None
+    method: str
+    evidence: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict is not None
+
+
+def _is_template_echo(body: str) -> bool:
+    """The model repeating the format line lists every option: not a choice."""
+    lowered = body.lower()
+    return sum(w in lowered for w in ("prohibited", "permitted", "not related")) >= 2 or (
+        "|" in body
+    )
+
+
+def _verdict_from_body(body: str) -> Verdict | None:
+    text = body.strip().strip("*").strip()
+    m = _LEAD_LETTER.match(text) or _LEAD_LOWER.match(text)
+    if m:
+        return LETTERS[m.group(1).upper()]
+    for pattern, verdict in _WORDS:
+        if pattern.search(text):
+            return verdict
+    return None
+
+
+def parse_verdict(text: str | None) -> ParsedVerdict:
+    """The verdict a model chose, or an explicit failure.
+
+    Precedence: the LAST explicit choice line (``Choice: ...``), else the last
+    lettered option (``(B) Permitted``), else the last verdict word in the final
+    paragraphs, negation-aware; otherwise ``unparsed``.
+
+    Args:
+        text: the raw model output.
+
+    Returns:
+        The `ParsedVerdict`.
+    """
+    if not text or not text.strip():
+        return ParsedVerdict(None, "unparsed", "")
+    cleaned = text.replace("**", "").replace("__", "")
+    choices = []
+    for m in _CHOICE.finditer(cleaned):
+        body = m.group("body")
+        if _is_template_echo(body):
+            continue
+        verdict = _verdict_from_body(body)
+        if verdict is not None:
+            choices.append((m.start(), verdict, m.group(0).strip()))
+    if choices:
+        _, verdict, evidence = choices[-1]
+        return ParsedVerdict(verdict, "choice", evidence)
+    # Lines that repeat the answer format list every option: they choose nothing.
+    body = "\n".join(
+        line for line in cleaned.splitlines() if not (_is_template_echo(line) and "|" in line)
+    )
+    options = [
+        (m.start(), _OPTION_VERDICT[m.group(2).lower()], m.group(0))
+        for m in _LETTER_OPTION.finditer(body)
+        if LETTERS[m.group(1).upper()] == _OPTION_VERDICT[m.group(2).lower()]
+    ]
+    # A lone option is a choice; several different ones are the question being repeated,
+    # unless the last line is an option on its own.
+    if options and len({v for _, v, _ in options}) == 1:
+        return ParsedVerdict(options[-1][1], "option", options[-1][2])
+    if options:
+        lines = [ln.strip() for ln in body.strip().splitlines() if ln.strip()]
+        m = _LETTER_OPTION.search(lines[-1]) if lines else None
+        if m and len(lines[-1]) <= len(m.group(0)) + 3:
+            return ParsedVerdict(_OPTION_VERDICT[m.group(2).lower()], "option", lines[-1])
+    # The prompt's own option lines, repeated as a block, are not an answer either.
+    question = [ln for ln in body.splitlines() if _QUESTION_LINE.match(ln.strip())]
+    if len(question) >= 2:
+        body = "\n".join(ln for ln in body.splitlines() if ln not in question)
+    # Prose: the last verdict word, negations taking precedence over the word they contain.
+    spans: list[tuple[int, int, Verdict, str]] = []
+    for pattern, verdict in _WORDS:
+        for m in pattern.finditer(body):
+            if not any(a <= m.start() < b or m.start() <= a < m.end() for a, b, _, _ in spans):
+                spans.append((m.start(), m.end(), verdict, m.group(0)))
+    if spans:
+        _, _, verdict, evidence = max(spans)
+        return ParsedVerdict(verdict, "words", evidence)
+    return ParsedVerdict(None, "unparsed", "")
+
+
+def parse_yes_no(text: str | None) -> bool | None:
+    """The law filter's answer: "First answer yes or no". NONE counts as no."""
+    if not text:
+        return None
+    head = text.strip().replace("*", "").lstrip("#-: ").lower()
+    if re.match(r"^(answer\s*:\s*)?yes\b", head):
+        return True
+    if re.match(r"^(answer\s*:\s*)?(no|none)\b", head):
+        return False
+    m = re.search(r"\b(yes|no|none)\b", head[:200])
+    if m:
+        return m.group(1) == "yes"
+    return None
