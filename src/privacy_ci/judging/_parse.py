@@ -141,9 +141,9 @@ def parse_verdict(text: str | None) -> ParsedVerdict:
         return ParsedVerdict(options[-1][1], "option", options[-1][2])
     if options:
         lines = [ln.strip() for ln in body.strip().splitlines() if ln.strip()]
-        m = _LETTER_OPTION.search(lines[-1]) if lines else None
-        if m and len(lines[-1]) <= len(m.group(0)) + 3:
-            return ParsedVerdict(_OPTION_VERDICT[m.group(2).lower()], "option", lines[-1])
+        last = _LETTER_OPTION.search(lines[-1]) if lines else None
+        if last and len(lines[-1]) <= len(last.group(0)) + 3:
+            return ParsedVerdict(_OPTION_VERDICT[last.group(2).lower()], "option", lines[-1])
     # The prompt's own option lines, repeated as a block, are not an answer either.
     question = [ln for ln in body.splitlines() if _QUESTION_LINE.match(ln.strip())]
     if len(question) >= 2:
