@@ -1,0 +1,114 @@
+"""Values of the judging pipelines: a case to judge, each step's record, the judgment.
+
+A pipeline is a chain of small async steps over the LLM layer, the knowledge base
+and the retrievers. Every step appends a `StepRecord` (prompt, raw output, parsed
+result, retrieved ids, tokens, latency), so a run can be audited and resumed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from privacy_ci.ci import Verdict
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """What is judged: the narrative and, when known, its CI characteristics.
+
+    Args:
+        text: the event or case narrative.
+        id: a stable identifier (the case id), or "" for ad-hoc events.
+        sender_role / recipient_role / subject_role / information_type / purpose /
+        consent_form: CI characteristics given with the case (None when unknown).
+    """
+
+    text: str
+    id: str = ""
+    sender_role: str | None = None
+    recipient_role: str | None = None
+    subject_role: str | None = None
+    information_type: str | None = None
+    purpose: str | None = None
+    consent_form: str | None = None
+
+
+@dataclass(slots=True)
+class StepRecord:
+    """One step of a pipeline.
+
+    Args:
+        name: the step (``decide``, ``explain``, ``retrieve``, ``filter``, ...).
+        prompt_name: the prompt template used (None for model-free steps).
+        prompt: the rendered prompt sent.
+        raw_output: the model's text.
+        parsed: the step's parsed result (verdict, yes/no, ids, CI fields ...).
+        retrieved_ids: node ids this step produced or consumed.
+        prompt_tokens / completion_tokens / latency_s / cached / retries: accounting.
+        error: a failure message when the model call failed or parsing failed.
+    """
+
+    name: str
+    prompt_name: str | None = None
+    prompt: str = ""
+    raw_output: str = ""
+    parsed: Any = None
+    retrieved_ids: list[str] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    cached: bool = False
+    retries: int = 0
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class Judgment:
+    """A pipeline's answer for one event.
+
+    Args:
+        method: the pipeline (``dp``, ``cot-auto``, ``cot-manual``, ``agent-id``,
+            ``bm25-content``, ``ci-es-content``).
+        verdict: Permit / Prohibit / Not applicable, or None when the final answer
+            could not be parsed (an explicit failure, counted wrong).
+        cited_ids: the regulation ids kept and shown to the decision step.
+        rationale: the model's reasoning text (the decision step's output).
+        steps: every step, in order.
+        backend: ``provider:model`` of the model that produced it.
+        error: set when a model call failed (after retries) and no verdict exists.
+    """
+
+    method: str
+    verdict: Verdict | None
+    cited_ids: list[str] = field(default_factory=list)
+    rationale: str = ""
+    steps: list[StepRecord] = field(default_factory=list)
+    backend: str = ""
+    error: str | None = None
+
+    @property
+    def parsed(self) -> bool:
+        return self.verdict is not None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "verdict": None if self.verdict is None else self.verdict.value,
+            "cited_ids": list(self.cited_ids),
+            "rationale": self.rationale,
+            "backend": self.backend,
+            "error": self.error,
+            "steps": [s.as_dict() for s in self.steps],
+        }
+
+
+class Method(Protocol):
+    """A judging pipeline: `await method.judge(event)` -> `Judgment`."""
+
+    name: str
+
+    async def judge(self, event: Event) -> Judgment: ...
