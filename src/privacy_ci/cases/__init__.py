@@ -1,0 +1,73 @@
+"""The evaluation datasets, each under a named protocol.
+
+* `load_dataset(name)` / `list_datasets()`: GoldCoin's real and synthetic HIPAA
+  cases (``real``, ``synthetic``) and its CSV splits
+  (``goldcoin-{real,synthetic,val}-{applicability,compliance}``), and PrivaCI-Bench
+  (``privaci-{hipaa,gdpr,ai_act,aclu}``).
+* `Case`: one narrative with CI fields, a `privacy_ci.ci.Verdict` label, gold ids
+  as written and the tree nodes they resolve to; `Case.flow()` gives a `Flow`.
+* `Dataset`: the cases plus their `Protocol` (task, label set, inclusion rule,
+  gold field, source file and sha256) and a `DatasetReport`; ``label_counts``,
+  ``applicable`` and deterministic stratified ``sample``.
+* Gold-id resolution (`gold_resolver`, `parse_article_mention`): HIPAA ids through
+  the tree's aliases, GDPR free-form mentions to ``Article N``/``Article N(p)``,
+  AI Act ``Article N`` to its dotted node; trees loaded lazily, once per process.
+"""
+
+from privacy_ci.cases._case import (
+    CI_FIELDS,
+    VERDICT_ORDER,
+    Case,
+    Dataset,
+    DatasetReport,
+    Protocol,
+    SkippedRow,
+    Task,
+    UnresolvedGold,
+)
+from privacy_ci.cases._gold import (
+    TREE_FILES,
+    ArticleRef,
+    GoldKind,
+    GoldResolution,
+    GoldResolver,
+    clear_tree_cache,
+    gold_resolver,
+    parse_article_mention,
+)
+from privacy_ci.cases._loaders import (
+    DATASET_NAMES,
+    LABEL_SPELLINGS,
+    UnknownDataset,
+    is_placeholder_value,
+    list_datasets,
+    load_dataset,
+    parse_label,
+)
+
+__all__ = [
+    "CI_FIELDS",
+    "DATASET_NAMES",
+    "LABEL_SPELLINGS",
+    "TREE_FILES",
+    "VERDICT_ORDER",
+    "ArticleRef",
+    "Case",
+    "Dataset",
+    "DatasetReport",
+    "GoldKind",
+    "GoldResolution",
+    "GoldResolver",
+    "Protocol",
+    "SkippedRow",
+    "Task",
+    "UnknownDataset",
+    "UnresolvedGold",
+    "clear_tree_cache",
+    "gold_resolver",
+    "is_placeholder_value",
+    "list_datasets",
+    "load_dataset",
+    "parse_article_mention",
+    "parse_label",
+]
