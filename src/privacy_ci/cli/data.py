@@ -220,3 +220,19 @@ def _human(n: int) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1000
     return f"{size:.1f} GB"
+
+
+@app.command("datasets")
+def datasets(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """The named evaluation datasets and their protocols."""
+    from privacy_ci.cli._common import console, print_json, user_errors
+
+    with user_errors():
+        from privacy_ci.cases import list_datasets
+
+        rows = list_datasets()
+        if as_json:
+            print_json(rows)
+            return
+        for name, description in rows.items():
+            console.print(f"[bold]{name}[/]  {description}", highlight=False)

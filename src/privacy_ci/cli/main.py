@@ -8,7 +8,7 @@ from __future__ import annotations
 import typer
 
 from privacy_ci import __version__
-from privacy_ci.cli import conductor, data, demo, kb, llm
+from privacy_ci.cli import conductor, data, demo, evaluate, kb, llm
 
 app = typer.Typer(
     name="privacy-ci",
@@ -24,6 +24,8 @@ app.add_typer(kb.app, name="kb")
 app.add_typer(llm.app, name="llm")
 app.add_typer(llm.cache_app, name="cache")
 app.command(name="demo")(demo.demo)
+app.command(name="eval")(evaluate.eval_command)
+app.command(name="report")(evaluate.report_command)
 
 
 def _version(value: bool) -> None:

@@ -1,0 +1,280 @@
+"""`privacy-ci eval` and `privacy-ci report`: evaluate a method on a dataset; report on runs.
+
+    privacy-ci eval --method bm25-content --dataset real              # embedded model
+    privacy-ci eval --method dp --dataset synthetic --provider openai-compatible \\
+        --base-url http://localhost:8000/v1 --model llama3 --concurrency 16 --out runs/dp
+    privacy-ci report runs/dp runs/bm25 --out report/
+
+``eval`` writes a run folder (``manifest.json``, one ``records.jsonl`` line per
+case, ``metrics.json``) and prints the scores beside the model-free baselines,
+naming the backend. Running the same command again resumes an interrupted run;
+a folder holding a different run is refused. ``report`` writes ``report.md`` and
+a self-contained ``report.html``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from privacy_ci.cli._common import console, err_console, print_json, user_errors
+from privacy_ci.cli.llm import llm_overrides
+
+if TYPE_CHECKING:
+    from privacy_ci.judging import Method
+    from privacy_ci.llm import LLMClient
+
+__all__ = ["build_eval_method", "eval_command", "print_metrics", "report_command"]
+
+
+def build_eval_method(
+    name: str, client: LLMClient, kb: Any, judge_config: Any, settings: Any
+) -> Method:
+    """The method to evaluate (`privacy_ci.judging.build_method`; tests replace this).
+
+    Args:
+        name: the method name.
+        client: the LLM client.
+        kb: the knowledge base, or None for methods that need none.
+        judge_config: the `JudgeConfig`.
+        settings: the base `GenerationSettings`.
+
+    Returns:
+        The method.
+    """
+    from privacy_ci.judging import build_method
+
+    return build_method(name, client, kb, judge_config, settings=settings)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-").lower() or "model"
+
+
+def _pct(value: float | None, digits: int = 2) -> str:
+    return "—" if value is None else f"{100 * value:.{digits}f}"
+
+
+def print_metrics(metrics: dict[str, Any], *, backend_detail: str = "") -> None:
+    """Print a run's scores beside its baselines as a rich table.
+
+    Args:
+        metrics: the run's metrics document (``metrics.json``).
+        backend_detail: more about the backend (base URL), shown in the title.
+    """
+    from rich.table import Table
+
+    from privacy_ci.evaluation import TEST_DOUBLE_PROVIDER
+
+    main = metrics["scores"]["main"]
+    classes: list[str] = list(main["classes"])
+    backend = metrics.get("backend") or "unknown backend"
+    title = (
+        f"{metrics.get('method')} on {metrics['dataset']['name']} "
+        f"({main['task']}, {main['n']} cases) — backend {backend}"
+    )
+    if backend_detail:
+        title += f" ({backend_detail})"
+    table = Table(title=title, title_justify="left")
+    table.add_column("predictor", no_wrap=True)
+    table.add_column("acc % (95% CI)", justify="right", no_wrap=True)
+    table.add_column("Ma-F1 % (95% CI)", justify="right", no_wrap=True)
+    for c in classes:
+        table.add_column(f"F1 {c}", justify="right")
+    has_comp = metrics["scores"].get("compliance") is not None
+    if has_comp:
+        table.add_column("compl. Ma-F1", justify="right")
+    table.add_column("unparsed", justify="right")
+
+    def row(label: str, scores: dict[str, Any]) -> list[str]:
+        s = scores["main"]
+        acc = s["accuracy_ci"]
+        f1ci = s.get("macro_f1_ci") or {}
+        cells = [
+            label,
+            f"{_pct(s['accuracy'])} ({_pct(acc['low'], 1)}-{_pct(acc['high'], 1)})",
+            f"{_pct(s['macro_f1'])}"
+            + (f" ({_pct(f1ci.get('low'), 1)}-{_pct(f1ci.get('high'), 1)})" if f1ci else ""),
+            *(_pct(s["per_class"][c]["f1"]) for c in classes),
+        ]
+        if has_comp:
+            comp = scores.get("compliance")
+            cells.append(_pct(comp["macro_f1"]) if comp else "—")
+        cells.append(str(s["unparsed"]))
+        return cells
+
+    label = f"{metrics.get('method')} · {backend}"
+    if metrics.get("test_double"):
+        label += f" (TEST DOUBLE: {TEST_DOUBLE_PROVIDER}, not a model)"
+    table.add_row(*row(label, metrics["scores"]))
+    for name, base in metrics.get("baselines", {}).items():
+        table.add_row(*row(f"baseline: {name}", base["scores"]), style="dim")
+    console.print(table)
+    if metrics.get("test_double"):
+        err_console.print(
+            "[bold yellow]warning:[/] these verdicts come from the scripted test backend; "
+            "they are NOT model accuracy."
+        )
+    console.print(
+        f"[dim]judged {metrics['judged']}/{metrics['cases']}  errors {metrics['errors']}  "
+        f"unparsed {metrics['unparsed']}  run {metrics.get('run', '')}[/]",
+        highlight=False,
+    )
+
+
+def eval_command(
+    method: str = typer.Option(
+        ...,
+        "--method",
+        "-m",
+        help="dp | cot-auto | cot-manual | agent-id | bm25-content | ci-es-content.",
+    ),
+    dataset: str = typer.Option(
+        "real", "--dataset", "-d", help="A dataset name (`privacy-ci data` lists them)."
+    ),
+    provider: str | None = typer.Option(
+        None, help="embedded | openai-compatible | openai | anthropic (default: config)."
+    ),
+    model: str | None = typer.Option(None, help="Model name."),
+    base_url: str | None = typer.Option(None, "--base-url", help="Server URL (OpenAI-compatible)."),
+    concurrency: int = typer.Option(
+        16, "--concurrency", "-c", help="Cases (and model calls) in flight at once."
+    ),
+    limit: int | None = typer.Option(
+        None, "--limit", "-n", help="Judge a stratified sample of N cases (seed 0)."
+    ),
+    out: Path | None = typer.Option(
+        None, "--out", "-o", help="Run folder (default runs/DATASET-METHOD-MODEL[-nN])."
+    ),
+    k: int | None = typer.Option(
+        None, "--k", help="Regulations retrieved and filtered (default 5)."
+    ),
+    retriever: str | None = typer.Option(
+        None, "--retriever", help="BM25-content retriever: bm25-paper (default) | bm25-plus."
+    ),
+    constrain: bool | None = typer.Option(
+        None,
+        "--constrain/--no-constrain",
+        help="Constrain answers (default: on for the embedded model, off otherwise).",
+    ),
+    temperature: float | None = typer.Option(None, help="Sampling temperature (default 0)."),
+    max_tokens: int | None = typer.Option(None, "--max-tokens"),
+    seed: int | None = typer.Option(None, help="Sampling seed (default 0)."),
+    retry_errors: bool = typer.Option(
+        False, "--retry-errors", help="On resume, judge again the cases whose model call failed."
+    ),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the cache."),
+    no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
+    config_file: Path | None = typer.Option(None, "--config", help="A privacy-ci.toml file."),
+    as_json: bool = typer.Option(False, "--json", help="Print the metrics as JSON."),
+) -> None:
+    """Evaluate a judging method on a dataset; prints the scores beside the baselines."""
+    with user_errors():
+        from privacy_ci.cases import load_dataset
+        from privacy_ci.errors import PrivacyCIError
+        from privacy_ci.evaluation import run_eval
+        from privacy_ci.judging import METHODS, JudgeConfig
+        from privacy_ci.llm import GenerationSettings, load_llm_config, make_client
+
+        if method not in METHODS:
+            raise PrivacyCIError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
+        if concurrency < 1:
+            raise PrivacyCIError("--concurrency must be at least 1")
+        if limit is not None and limit < 1:
+            raise PrivacyCIError("--limit must be at least 1")
+        data = load_dataset(dataset)
+        changes: dict[str, Any] = {"k": k, "retriever": retriever, "constrain": constrain}
+        judge_config = JudgeConfig(**{n: v for n, v in changes.items() if v is not None})
+        config = load_llm_config(
+            llm_overrides(
+                provider, model, base_url, temperature, max_tokens, seed, concurrency, no_cache
+            ),
+            config_file,
+        )
+        settings = GenerationSettings(
+            temperature=config.temperature,
+            top_p=config.top_p,
+            max_tokens=config.max_tokens,
+            seed=config.seed,
+        )
+        kb = None
+        if METHODS[method].needs_kb:
+            from privacy_ci.knowledge import load_knowledge_base
+
+            try:
+                kb = load_knowledge_base(data.protocol.regulation)
+            except ValueError as exc:
+                raise PrivacyCIError(
+                    f"method {method!r} needs a knowledge base, and dataset {dataset!r} "
+                    f"({data.protocol.regulation}) has none: {exc}"
+                ) from None
+        client = make_client(config)
+        judge = build_eval_method(method, client, kb, judge_config, settings)
+        folder = out or Path("runs") / (
+            f"{dataset}-{method}-{_slug(config.model)}" + (f"-n{limit}" if limit else "")
+        )
+        llm_facts = config.model_dump(exclude={"prices"})
+        llm_facts["api_key_set"] = config.api_key() is not None
+
+        async def go() -> Any:
+            try:
+                return await run_eval(
+                    judge,
+                    data,
+                    folder,
+                    concurrency=concurrency,
+                    limit=limit,
+                    progress=not no_progress,
+                    client=client,
+                    settings=settings,
+                    judge_config=judge_config,
+                    prompts=METHODS[method].prompts,
+                    knowledge_base=None if kb is None else kb.tree.content_hash(),
+                    retry_errors=retry_errors,
+                    extra={"llm_config": llm_facts},
+                )
+            finally:
+                await client.aclose()
+
+        result = asyncio.run(go())
+        if as_json:
+            print_json(result.metrics)
+        else:
+            backend = client.backend
+            print_metrics(result.metrics, backend_detail=backend.base_url or "")
+            if result.resumed:
+                console.print(
+                    f"[dim]resumed: {result.resumed} case(s) were already judged, "
+                    f"{result.judged} judged now[/]",
+                    highlight=False,
+                )
+        if not result.metrics["complete"]:
+            raise typer.Exit(1)
+
+
+def report_command(
+    runs: list[Path] = typer.Argument(..., metavar="RUN_DIR...", help="Run folders of `eval`."),
+    out: Path = typer.Option(Path("report"), "--out", "-o", help="Output folder."),
+    no_plots: bool = typer.Option(False, "--no-plots", help="Skip the figures."),
+    as_json: bool = typer.Option(False, "--json", help="Print the written paths as JSON."),
+) -> None:
+    """Write a Markdown and a self-contained HTML report over run folders."""
+    with user_errors():
+        from privacy_ci.evaluation import load_run, write_report
+
+        loaded = [load_run(r) for r in runs]
+        written = write_report(loaded, out, plots=not no_plots)
+        if as_json:
+            print_json({k: str(v) for k, v in written.items()})
+            return
+        doubles = [r.name for r in loaded if r.test_double]
+        if doubles:
+            err_console.print(
+                "[bold yellow]warning:[/] scripted test backend run(s), marked in every table: "
+                + ", ".join(doubles)
+            )
+        console.print(f"wrote {written['markdown']} and {written['html']}", highlight=False)

@@ -1,0 +1,126 @@
+"""Evaluating judging methods on the case datasets: metrics, runs, baselines, reports.
+
+* Metrics (`score`, `score_run`, `accuracy`, `per_class`, `macro_f1`,
+  `confusion_matrix`, `wilson_interval`, `bootstrap_interval`, `mcnemar`,
+  `binary_compliance`, `applicability`): pure functions over
+  ``(gold, predicted | None)`` pairs; an unparsed prediction is always wrong.
+* Baselines (`majority_baseline`, `health_rule_baseline`, `baseline_scores`):
+  model-free predictors computed on the same cases as every run.
+* Runs (`run_eval`, `run_eval_sync`): judge a dataset with a `Method`,
+  concurrently, one fsynced JSONL record per case, a manifest of everything
+  that identifies the run, resume after a kill, ``metrics.json`` at the end.
+* Reports (`load_run`, `build_report`, `write_report`): Markdown and
+  self-contained HTML over several run folders (Tables 2-4 of the Privacy
+  Checklist paper, confusion matrices, per-class F1 plot, McNemar tests).
+
+Numbers from the scripted test backend (provider ``scripted-test-double``) are
+never model accuracy: the report marks them in every table.
+"""
+
+from privacy_ci.evaluation._baselines import (
+    HEALTH_INFORMATION,
+    HEALTH_TERMS,
+    Baseline,
+    baseline_scores,
+    compute_baselines,
+    health_rule_baseline,
+    is_health_information,
+    majority_baseline,
+)
+from privacy_ci.evaluation._metrics import (
+    APPLICABILITY_CLASSES,
+    COMPLIANCE_CLASSES,
+    THREE_WAY_CLASSES,
+    UNPARSED,
+    ClassScores,
+    ConfusionMatrix,
+    Interval,
+    McNemarResult,
+    Pair,
+    RunScores,
+    Scores,
+    accuracy,
+    applicability,
+    binary_compliance,
+    bootstrap_interval,
+    confusion_matrix,
+    macro_f1,
+    mcnemar,
+    per_class,
+    score,
+    score_run,
+    wilson_interval,
+)
+from privacy_ci.evaluation._report import (
+    Report,
+    RunData,
+    build_report,
+    load_run,
+    write_report,
+)
+from privacy_ci.evaluation._runner import (
+    DEFAULT_METHOD_PROMPTS,
+    MANIFEST_FILE,
+    METRICS_FILE,
+    RECORDS_FILE,
+    TEST_DOUBLE_PROVIDER,
+    RunMismatch,
+    RunResult,
+    case_event,
+    compute_metrics,
+    is_test_double,
+    read_records,
+    run_eval,
+    run_eval_sync,
+)
+
+__all__ = [
+    "APPLICABILITY_CLASSES",
+    "COMPLIANCE_CLASSES",
+    "DEFAULT_METHOD_PROMPTS",
+    "HEALTH_INFORMATION",
+    "HEALTH_TERMS",
+    "MANIFEST_FILE",
+    "METRICS_FILE",
+    "RECORDS_FILE",
+    "TEST_DOUBLE_PROVIDER",
+    "THREE_WAY_CLASSES",
+    "UNPARSED",
+    "Baseline",
+    "ClassScores",
+    "ConfusionMatrix",
+    "Interval",
+    "McNemarResult",
+    "Pair",
+    "Report",
+    "RunData",
+    "RunMismatch",
+    "RunResult",
+    "RunScores",
+    "Scores",
+    "accuracy",
+    "applicability",
+    "baseline_scores",
+    "binary_compliance",
+    "bootstrap_interval",
+    "build_report",
+    "case_event",
+    "compute_baselines",
+    "compute_metrics",
+    "confusion_matrix",
+    "health_rule_baseline",
+    "is_health_information",
+    "is_test_double",
+    "load_run",
+    "macro_f1",
+    "majority_baseline",
+    "mcnemar",
+    "per_class",
+    "read_records",
+    "run_eval",
+    "run_eval_sync",
+    "score",
+    "score_run",
+    "wilson_interval",
+    "write_report",
+]
