@@ -30,8 +30,14 @@ EXAMPLES = [
 ]
 
 
-def demo(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """Show the Riverside flow table (Table VI) and a few explained gate decisions."""
+def demo(
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    assistant: bool = typer.Option(
+        True, help="Also ask the assistant a question over the gated store (runs the model)."
+    ),
+) -> None:
+    """Show the Riverside flow table (Table VI), explained gate decisions, and a doctor
+    asking the assistant a question answered only from the documents the policy permits."""
     with user_errors():
         from privacy_ci.cli.conductor import decide_payload, render_decision, render_flow_table
         from privacy_ci.conductor import load_corpus
@@ -44,7 +50,16 @@ def demo(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> N
             for agent, doc, ctx, shows in EXAMPLES
         ]
         if as_json:
-            print_json({"flows": table, "examples": examples})
+            from io import StringIO
+
+            from rich.console import Console
+
+            payload: dict[str, object] = {"flows": table, "examples": examples}
+            if assistant:
+                from privacy_ci.service import demo_assistant
+
+                payload["assistant"] = demo_assistant(Console(file=StringIO()))
+            print_json(payload)
             return
         console.rule("Privacy Conductor: Riverside Medical Clinic")
         console.print(
@@ -55,3 +70,9 @@ def demo(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> N
         for example in examples:
             console.print(f"\n[bold]Example:[/] {example['shows']}")
             render_decision(example)
+        if assistant:
+            from privacy_ci.service import demo_assistant
+
+            console.print()
+            console.rule("The gate inside the assistant's retrieval path")
+            demo_assistant(console)

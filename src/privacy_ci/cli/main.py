@@ -8,7 +8,7 @@ from __future__ import annotations
 import typer
 
 from privacy_ci import __version__
-from privacy_ci.cli import conductor, data, demo, evaluate, kb, llm
+from privacy_ci.cli import conductor, data, demo, evaluate, kb, llm, serve
 
 app = typer.Typer(
     name="privacy-ci",
@@ -23,6 +23,10 @@ app.add_typer(data.app, name="data")
 app.add_typer(kb.app, name="kb")
 app.add_typer(llm.app, name="llm")
 app.add_typer(llm.cache_app, name="cache")
+app.command(name="serve")(serve.serve)
+app.add_typer(serve.store_app, name="store")
+app.add_typer(serve.audit_app, name="audit")
+app.add_typer(serve.token_app, name="token")
 app.command(name="demo")(demo.demo)
 app.command(name="eval")(evaluate.eval_command)
 app.command(name="report")(evaluate.report_command)

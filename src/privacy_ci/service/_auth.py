@@ -1,0 +1,249 @@
+"""Identity from signed tokens only: JWT HS256 with one configured key (PyJWT).
+
+A token carries ``sub`` (the agent id), ``role`` and ``context`` (the capacity the
+agent acts in), ``iat`` and ``exp``, and optionally ``authority: true`` for the
+Policy Authority. Verification accepts HS256 only (so ``alg: none`` and any other
+algorithm are refused), checks the signature, requires every claim and checks
+expiry. The roles an agent holds and its assignments are then read from the
+store, never from the token: a validly signed token claiming a role the store
+does not give that agent is refused (403), and so is an unknown agent.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jwt
+
+from privacy_ci.conductor import Requester
+from privacy_ci.errors import PrivacyCIError
+from privacy_ci.store import RoleNotHeld, Snapshot, UnknownAgent
+
+ALGORITHM = "HS256"
+MIN_KEY_BYTES = 32
+REQUIRED_CLAIMS = ("sub", "role", "context", "exp", "iat")
+
+
+class AuthError(PrivacyCIError):
+    """The request is not authenticated (HTTP 401): no token, or a token that fails."""
+
+    status = 401
+
+
+class Forbidden(PrivacyCIError):
+    """The token is valid but does not allow this (HTTP 403)."""
+
+    status = 403
+
+
+@dataclass(frozen=True)
+class TokenClaims:
+    """The verified claims of a token.
+
+    Args:
+        sub: the agent id.
+        role: the role the agent acts in.
+        context: the context the agent acts in.
+        issued_at / expires_at: Unix times.
+        authority: whether the bearer acts as the Policy Authority.
+    """
+
+    sub: str
+    role: str
+    context: str
+    issued_at: int
+    expires_at: int
+    authority: bool = False
+
+
+def generate_key() -> str:
+    """A fresh random signing key (64 hex characters, 256 bits)."""
+    return secrets.token_hex(32)
+
+
+def check_key(key: str | bytes) -> bytes:
+    """The key as bytes, refused when shorter than 32 bytes (RFC 7518 for HS256)."""
+    raw = key.encode("utf-8") if isinstance(key, str) else bytes(key)
+    if len(raw) < MIN_KEY_BYTES:
+        raise PrivacyCIError(
+            f"the JWT signing key is {len(raw)} bytes; HS256 needs at least {MIN_KEY_BYTES}"
+            " (make one with: privacy-ci token keygen)"
+        )
+    return raw
+
+
+def load_key(path: Path | str) -> bytes:
+    """Read a signing key from a file (surrounding whitespace stripped).
+
+    Raises:
+        PrivacyCIError: the file is missing, unreadable or the key too short.
+    """
+    p = Path(path)
+    try:
+        text = p.read_bytes().strip()
+    except FileNotFoundError:
+        raise PrivacyCIError(
+            f"JWT key file {p} not found (make one: privacy-ci token keygen)"
+        ) from None
+    except OSError as exc:
+        raise PrivacyCIError(f"cannot read JWT key file {p}: {exc.strerror}") from None
+    try:
+        return check_key(text)
+    except PrivacyCIError as exc:
+        raise PrivacyCIError(f"{p}: {exc}") from None
+
+
+def issue_token(
+    key: str | bytes,
+    agent_id: str,
+    role: str,
+    context: str,
+    ttl: int = 3600,
+    *,
+    authority: bool = False,
+    now: int | None = None,
+) -> str:
+    """Mint a signed token (HS256) for an agent acting in a role and context.
+
+    Args:
+        key: the signing key (at least 32 bytes).
+        agent_id: the ``sub`` claim.
+        role: the role acted in.
+        context: the context acted in.
+        ttl: seconds until it expires.
+        authority: add ``authority: true`` (label approval and revocation).
+        now: the issue time (Unix seconds; default now).
+
+    Returns:
+        The compact JWT.
+    """
+    issued = int(time.time()) if now is None else int(now)
+    claims: dict[str, Any] = {
+        "sub": agent_id,
+        "role": role,
+        "context": context,
+        "iat": issued,
+        "exp": issued + int(ttl),
+    }
+    if authority:
+        claims["authority"] = True
+    return jwt.encode(claims, check_key(key), algorithm=ALGORITHM)
+
+
+def verify_token(token: str, key: str | bytes, *, leeway: int = 0) -> TokenClaims:
+    """Verify a token's signature, algorithm, claims and expiry.
+
+    Args:
+        token: the compact JWT.
+        key: the signing key.
+        leeway: seconds of clock skew tolerated on ``exp`` and ``iat``.
+
+    Returns:
+        The verified claims.
+
+    Raises:
+        AuthError: with the reason (expired, bad signature, wrong algorithm, missing
+            or malformed claims, not a JWT).
+    """
+    try:
+        header = jwt.get_unverified_header(token)
+    except jwt.DecodeError:
+        raise AuthError("the bearer token is not a well-formed JWT") from None
+    alg = header.get("alg")
+    if alg != ALGORITHM:
+        raise AuthError(f"token algorithm {alg!r} is not accepted (only {ALGORITHM})")
+    try:
+        claims = jwt.decode(
+            token,
+            check_key(key),
+            algorithms=[ALGORITHM],
+            options={"require": list(REQUIRED_CLAIMS)},
+            leeway=leeway,
+        )
+    except jwt.ExpiredSignatureError:
+        raise AuthError("the token has expired") from None
+    except jwt.InvalidSignatureError:
+        raise AuthError(
+            "the token's signature does not verify (forged, altered, or signed with another key)"
+        ) from None
+    except jwt.MissingRequiredClaimError as exc:
+        raise AuthError(f"the token lacks the {exc.claim!r} claim") from None
+    except jwt.ImmatureSignatureError:
+        raise AuthError("the token is not valid yet (iat in the future)") from None
+    except jwt.InvalidTokenError as exc:
+        raise AuthError(f"invalid token: {exc}") from None
+    for name in ("sub", "role", "context"):
+        if not isinstance(claims.get(name), str) or not claims[name].strip():
+            raise AuthError(f"the token's {name!r} claim must be a non-empty string")
+    authority = claims.get("authority", False)
+    if not isinstance(authority, bool):
+        raise AuthError("the token's 'authority' claim must be true or false")
+    return TokenClaims(
+        sub=claims["sub"],
+        role=claims["role"],
+        context=claims["context"],
+        issued_at=int(claims["iat"]),
+        expires_at=int(claims["exp"]),
+        authority=authority,
+    )
+
+
+class TokenCache:
+    """Verified tokens, so a token's signature is checked once, not on every request.
+
+    A hit still re-checks the times (``exp``, ``iat``) against the clock, so an
+    expired token is refused exactly as `verify_token` would refuse it. Keyed by
+    the token string and bound to one key; failures are never cached.
+
+    Args:
+        key: the signing key.
+        leeway: seconds of clock skew tolerated.
+        size: how many tokens to remember (least recently used are dropped).
+    """
+
+    def __init__(self, key: str | bytes, *, leeway: int = 0, size: int = 4096) -> None:
+        self.key = check_key(key)
+        self.leeway = leeway
+        self.size = size
+        self._hits: OrderedDict[str, TokenClaims] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def verify(self, token: str) -> TokenClaims:
+        """`verify_token`, answered from the cache when this token verified before."""
+        with self._lock:
+            claims = self._hits.get(token)
+            if claims is not None:
+                self._hits.move_to_end(token)
+        if claims is None:
+            claims = verify_token(token, self.key, leeway=self.leeway)
+            with self._lock:
+                self._hits[token] = claims
+                while len(self._hits) > self.size:
+                    self._hits.popitem(last=False)
+            return claims
+        now = time.time()
+        if claims.expires_at <= now - self.leeway:
+            with self._lock:
+                self._hits.pop(token, None)
+            raise AuthError("the token has expired")
+        if claims.issued_at > now + self.leeway:
+            raise AuthError("the token is not valid yet (iat in the future)")
+        return claims
+
+
+def requester_from_claims(snapshot: Snapshot, claims: TokenClaims) -> Requester:
+    """The requester a verified token stands for: roles and assignments from the store.
+
+    Raises:
+        Forbidden: the agent is unknown to the store, or does not hold the role.
+    """
+    try:
+        return snapshot.requester(claims.sub, claims.role, claims.context)
+    except (UnknownAgent, RoleNotHeld) as exc:
+        raise Forbidden(str(exc)) from None

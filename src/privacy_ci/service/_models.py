@@ -1,0 +1,157 @@
+"""Request and response bodies of the HTTP service (they make its OpenAPI schema)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from privacy_ci.store import MAX_K
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DecideRequest(_Body):
+    """Decide one flow: may this document reach the requester?"""
+
+    doc_id: str = Field(min_length=1, max_length=256, description="The document's id.")
+
+
+class DecideBatchRequest(_Body):
+    """Decide a batch of candidate documents for the requester."""
+
+    doc_ids: list[str] = Field(
+        min_length=1, max_length=1000, description="Candidate document ids (1-1000)."
+    )
+
+
+class RetrieveRequest(_Body):
+    """Retrieve the best documents the requester may receive for a query."""
+
+    query: str = Field(min_length=1, max_length=4000, description="Ranks documents only.")
+    k: int = Field(5, ge=1, le=MAX_K, description=f"How many candidates to rank (1-{MAX_K}).")
+
+
+class AskRequest(_Body):
+    """Ask the assistant; it answers from the documents admitted for the requester."""
+
+    question: str = Field(min_length=1, max_length=4000)
+    k: int = Field(3, ge=1, le=20, description="How many documents to retrieve (1-20).")
+
+
+class LabelActionRequest(_Body):
+    """Approve or revoke a label."""
+
+    note: str = Field("", max_length=2000, description="Why (recorded in the history).")
+
+
+class FlowDecisionOut(BaseModel):
+    doc_id: str
+    decision: str = Field(description="permit or deny")
+    rule: str = Field(description="The rule that decided (Algorithm 1).")
+    explanation: str
+    policy_version: str
+    label_version: int | None
+    label_state: str | None
+    errors: list[str] = []
+    score: float | None = None
+
+
+class DecideResponse(FlowDecisionOut):
+    request_id: str
+    requester: str
+
+
+class DecideBatchResponse(BaseModel):
+    request_id: str
+    requester: str
+    permitted: list[str]
+    decisions: list[FlowDecisionOut]
+
+
+class DocumentOut(BaseModel):
+    doc_id: str
+    title: str
+    content: str
+    score: float
+    label_version: int
+
+
+class WithheldOut(BaseModel):
+    count: int = Field(description="Documents the policy withholds from this requester.")
+    rules: dict[str, int] = Field(description="How many each rule withholds.")
+
+
+class RetrieveResponse(BaseModel):
+    request_id: str
+    requester: str
+    role: str | None
+    context: str | None
+    k: int
+    policy_version: str
+    store_version: int
+    authorized_count: int
+    documents: list[DocumentOut]
+    decisions: list[FlowDecisionOut]
+    withheld: WithheldOut
+
+
+class CitedDocument(BaseModel):
+    doc_id: str
+    title: str
+    score: float
+
+
+class AskResponse(BaseModel):
+    request_id: str
+    question: str
+    answer: str
+    cited: list[str]
+    rejected_citations: list[str]
+    documents: list[CitedDocument]
+    withheld: WithheldOut
+    denial_mode: str
+    provider: str
+    model: str
+    ok: bool
+    error: str | None
+    note: str | None
+    policy_version: str
+
+
+class LabelOut(BaseModel):
+    doc_id: str
+    state: str
+    version: int
+    updated_by: str
+    updated_at: str
+    label: dict[str, Any]
+    errors: list[str] = []
+
+
+class LabelsResponse(BaseModel):
+    count: int
+    labels: list[LabelOut]
+
+
+class HealthResponse(BaseModel):
+    status: str
+    engine: str
+    store_version: int
+    policy_version: str | None
+    documents: int
+    labels: int
+
+
+class ErrorField(BaseModel):
+    field: str
+    message: str
+    type: str
+
+
+class ErrorResponse(BaseModel):
+    error: str = Field(description="What went wrong, in one sentence.")
+    status: int
+    fields: list[ErrorField] = []

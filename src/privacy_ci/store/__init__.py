@@ -1,0 +1,82 @@
+"""The document store and the gated retrieval path of the Privacy Conductor.
+
+Typical use::
+
+    from privacy_ci.conductor import load_corpus
+    from privacy_ci.store import DocumentStore, load_corpus_into, retrieve_for
+
+    store = DocumentStore("sqlite:///riverside.db")    # or "postgresql://..."
+    load_corpus_into(store, load_corpus())
+    requester = store.snapshot().requester("D01")      # roles, assignments: from the store
+    result = retrieve_for(store, requester, "lipid panel results", k=5)
+    [d.doc_id for d in result.admitted], result.withheld_rules()
+    store.audit.verify().ok                            # the hash-chained decision log
+"""
+
+from privacy_ci.store._audit import AuditEntry, AuditRecord, AuditReport, verify_records
+from privacy_ci.store._load import load_corpus_into
+from privacy_ci.store._ranking import (
+    BM25Ranker,
+    Embedder,
+    EmbeddingRanker,
+    HashingEmbedder,
+    tokenize,
+)
+from privacy_ci.store._retrieval import (
+    MAX_K,
+    AdmittedDocument,
+    FlowDecision,
+    RetrievalResult,
+    Withheld,
+    decide_batch_for,
+    decide_for,
+    decide_label,
+    retrieve_for,
+)
+from privacy_ci.store._sql import StoreError, parse_url
+from privacy_ci.store._store import (
+    AgentRecord,
+    AuditLog,
+    DocumentStore,
+    HistoryEntry,
+    LabelRecord,
+    LabelState,
+    RoleNotHeld,
+    Snapshot,
+    UnknownAgent,
+    UnknownDocument,
+)
+
+__all__ = [
+    "MAX_K",
+    "AdmittedDocument",
+    "AgentRecord",
+    "AuditEntry",
+    "AuditLog",
+    "AuditRecord",
+    "AuditReport",
+    "BM25Ranker",
+    "DocumentStore",
+    "Embedder",
+    "EmbeddingRanker",
+    "FlowDecision",
+    "HashingEmbedder",
+    "HistoryEntry",
+    "LabelRecord",
+    "LabelState",
+    "RetrievalResult",
+    "RoleNotHeld",
+    "Snapshot",
+    "StoreError",
+    "UnknownAgent",
+    "UnknownDocument",
+    "Withheld",
+    "decide_batch_for",
+    "decide_for",
+    "decide_label",
+    "load_corpus_into",
+    "parse_url",
+    "retrieve_for",
+    "tokenize",
+    "verify_records",
+]

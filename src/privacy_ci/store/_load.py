@@ -1,0 +1,56 @@
+"""Load a Conductor corpus (policy, agents, labels, assignments, content) into a store."""
+
+from __future__ import annotations
+
+from privacy_ci.conductor import Corpus
+from privacy_ci.store._store import DocumentStore, LabelState
+
+
+def load_corpus_into(
+    store: DocumentStore,
+    corpus: Corpus,
+    *,
+    state: LabelState | str = LabelState.APPROVED,
+    by: str | None = None,
+    content: bool = True,
+) -> int:
+    """Write a corpus into a store, in one transaction.
+
+    The policy, every agent with its role and context, the assignment relation,
+    every label (proposed by ``corpus-file``, then approved by `by` unless `state`
+    is ``proposed``) and, with `content`, each document's text from
+    `render_document`, tokenized for the ranking index.
+
+    Args:
+        store: the target store (existing rows with the same keys are replaced).
+        corpus: e.g. `load_corpus()`, the Riverside Medical Clinic.
+        state: the lifecycle state the labels end in (``approved`` or ``proposed``).
+        by: who approves (default: the policy's authority).
+        content: also store the rendered documents.
+
+    Returns:
+        The number of labels loaded.
+    """
+    from privacy_ci.conductor._content import render_document
+
+    target = LabelState(state)
+    authority = by or corpus.policy.authority
+    source = f"corpus-file:{corpus.source.name if corpus.source else 'memory'}"
+    with store.db.write():
+        store.set_policy(corpus.policy, authority)
+        for agent in corpus.agents:
+            store.put_agent(
+                agent.id, agent.name, {agent.role: agent.context}, source, agent.description
+            )
+        for agent_id, subjects in sorted(corpus.assignments.items()):
+            for subject in sorted(subjects):
+                store.assign(agent_id, subject, source)
+        for label in corpus.labels:
+            store.propose_label(label, source, "hand-authored label from the corpus files")
+            if target is LabelState.APPROVED:
+                store.approve_label(label.doc_id, authority, "hand-authored by the authority")
+            elif target is LabelState.REVOKED:
+                store.revoke_label(label.doc_id, authority)
+            if content:
+                store.put_document(label.doc_id, render_document(label, corpus), source)
+    return len(corpus.labels)

@@ -1,0 +1,385 @@
+"""The gated retrieval path (paper, section III-C and Table II), and audited decisions.
+
+`retrieve_for` runs, in this order:
+
+a. **scope**: the requester's authorized set, from approved labels and the
+   store's assignments only (`Gate.decide_batch` over labels compiled once per
+   store version);
+b. **candidate resolution**: BM25 (or embedding) ranking over that set only, from
+   index terms, never content; unauthorized documents are not in the index, so
+   they cannot move a score, a rank or the number of results;
+c. **policy decision**: each candidate is decided again by `Gate.decide`, on its
+   label as stored now (a revocation since (a) is honoured);
+d. **authorized fetch and admission**: only permitted candidates' content is read,
+   and only they are admitted.
+
+Every decision of (c), plus one summary record of (a), is appended to the audit
+log. Request text is never an input of a decision: the query reaches step (b) only.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from privacy_ci.conductor import Decision, Effect, Gate, Requester, Rule
+from privacy_ci.errors import PrivacyCIError
+from privacy_ci.store._audit import AuditEntry
+from privacy_ci.store._ranking import Embedder
+from privacy_ci.store._store import DocumentStore, LabelRecord, LabelState, UnknownDocument
+
+MAX_K = 100
+_RULES = {int(rule): rule for rule in Rule}
+
+
+@dataclass(frozen=True)
+class FlowDecision:
+    """The gate's decision on one document for one requester, as the store applied it.
+
+    Args:
+        doc_id: the document.
+        decision: the gate's `Decision` (effect, rule, policy version, errors).
+        label_version: the version of the label decided on (None: no label).
+        label_state: the label's lifecycle state then.
+        score: the candidate's ranking score (retrievals only).
+    """
+
+    doc_id: str
+    decision: Decision
+    label_version: int | None
+    label_state: str | None
+    score: float | None = None
+
+    @property
+    def permitted(self) -> bool:
+        return self.decision.permitted
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"doc_id": self.doc_id, **self.decision.as_dict()}
+        out["label_version"] = self.label_version
+        out["label_state"] = self.label_state
+        if self.score is not None:
+            out["score"] = self.score
+        return out
+
+
+@dataclass(frozen=True)
+class AdmittedDocument:
+    """A document admitted to the assistant's context: permitted, then fetched."""
+
+    doc_id: str
+    title: str
+    content: str
+    score: float
+    label_version: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "doc_id": self.doc_id,
+            "title": self.title,
+            "content": self.content,
+            "score": self.score,
+            "label_version": self.label_version,
+        }
+
+
+@dataclass(frozen=True)
+class Withheld:
+    """A document the requester does not receive, and the rule that withholds it.
+
+    Args:
+        doc_id: the document (never shown to the model).
+        rule: the deciding rule.
+        stage: ``scope`` (outside the authorized set; never ranked) or
+            ``candidate`` (ranked, then denied on the re-check of step (c)).
+    """
+
+    doc_id: str
+    rule: Rule
+    stage: str
+
+
+@dataclass(frozen=True)
+class RetrievalResult:
+    """What the retrieval path admitted for one requester and query.
+
+    Args:
+        request_id: identifies the request in the audit log.
+        requester: the verified requester.
+        query: the query (an input of ranking only).
+        k: how many candidates were asked for.
+        policy_version: the policy the gate applied.
+        store_version: the store version of the scope.
+        authorized_count: the size of the authorized set that was ranked.
+        admitted: the admitted documents, best first.
+        decisions: the decision on each candidate, in rank order.
+        withheld: documents not received, with their rules.
+    """
+
+    request_id: str
+    requester: Requester
+    query: str
+    k: int
+    policy_version: str
+    store_version: int
+    authorized_count: int
+    admitted: tuple[AdmittedDocument, ...]
+    decisions: tuple[FlowDecision, ...]
+    withheld: tuple[Withheld, ...]
+
+    @property
+    def admitted_ids(self) -> list[str]:
+        return [d.doc_id for d in self.admitted]
+
+    def withheld_rules(self) -> dict[str, int]:
+        """How many documents each rule withholds (rule key -> count), largest first."""
+        counts = Counter(w.rule.key for w in self.withheld)
+        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    def as_dict(self, *, withheld_ids: bool = False) -> dict[str, Any]:
+        """JSON-ready result; withheld documents as counts per rule unless `withheld_ids`."""
+        out: dict[str, Any] = {
+            "request_id": self.request_id,
+            "requester": self.requester.id,
+            "role": self.requester.active_role,
+            "context": self.requester.active_context,
+            "k": self.k,
+            "policy_version": self.policy_version,
+            "store_version": self.store_version,
+            "authorized_count": self.authorized_count,
+            "documents": [d.as_dict() for d in self.admitted],
+            "decisions": [d.as_dict() for d in self.decisions],
+            "withheld": {"count": len(self.withheld), "rules": self.withheld_rules()},
+        }
+        if withheld_ids:
+            out["withheld"]["documents"] = [
+                {"doc_id": w.doc_id, "rule": w.rule.key, "stage": w.stage} for w in self.withheld
+            ]
+        return out
+
+
+def decide_label(
+    gate: Gate,
+    requester: Requester,
+    record: LabelRecord | None,
+    doc_id: str,
+    score: float | None = None,
+) -> FlowDecision:
+    """Decide one document on its stored label: only an approved, valid label can permit.
+
+    Args:
+        gate: the gate of the current policy.
+        requester: the verified requester.
+        record: the stored label (None when the document has none).
+        doc_id: the document.
+        score: its ranking score, for candidates.
+
+    Returns:
+        The `FlowDecision`; a label that is not approved is denied with
+        `Rule.INVALID_LABEL` and says why.
+    """
+    if record is None:
+        decision = Decision(
+            Effect.DENY, Rule.INVALID_LABEL, gate.version, (f"document {doc_id!r} has no label",)
+        )
+        return FlowDecision(doc_id, decision, None, None, score)
+    if record.state is not LabelState.APPROVED:
+        decision = Decision(
+            Effect.DENY,
+            Rule.INVALID_LABEL,
+            gate.version,
+            (f"label state is {record.state.value!r}: only approved labels grant access",),
+        )
+    elif record.label is None:
+        decision = Decision(Effect.DENY, Rule.INVALID_LABEL, gate.version, record.errors)
+    else:
+        decision = gate.decide(requester, record.label)
+    return FlowDecision(doc_id, decision, record.version, record.state.value, score)
+
+
+def _entry(
+    request_id: str, requester: Requester, action: str, flow: FlowDecision, store_version: int
+) -> AuditEntry:
+    return AuditEntry(
+        request_id=request_id,
+        requester=requester.id,
+        role=requester.active_role,
+        context=requester.active_context,
+        action=action,
+        doc_id=flow.doc_id,
+        decision=flow.decision.effect.value,
+        rule=flow.decision.rule.key,
+        policy_version=flow.decision.policy_version,
+        label_version=flow.label_version,
+        store_version=store_version,
+    )
+
+
+def decide_for(
+    store: DocumentStore,
+    requester: Requester,
+    doc_id: str,
+    *,
+    request_id: str | None = None,
+) -> FlowDecision:
+    """Decide one flow (document -> requester) on the current approved labels; audited.
+
+    Raises:
+        UnknownDocument: the store holds no label for `doc_id`.
+    """
+    return decide_batch_for(store, requester, [doc_id], request_id=request_id, action="decide")[0]
+
+
+def decide_batch_for(
+    store: DocumentStore,
+    requester: Requester,
+    doc_ids: Sequence[str],
+    *,
+    request_id: str | None = None,
+    action: str = "decide_batch",
+) -> list[FlowDecision]:
+    """Decide a batch of candidate documents for one requester; every decision audited.
+
+    Args:
+        store: the document store.
+        requester: the verified requester.
+        doc_ids: candidate document ids (duplicates are decided once each time listed).
+        request_id: an id for the audit log (a fresh one by default).
+        action: the action name recorded in the audit log.
+
+    Returns:
+        One `FlowDecision` per id, in order.
+
+    Raises:
+        UnknownDocument: naming every id the store holds no label for (nothing is decided).
+    """
+    snap = store.snapshot()
+    unknown = [d for d in dict.fromkeys(doc_ids) if d not in snap.labels]
+    if unknown:
+        raise UnknownDocument(unknown)
+    flows = [decide_label(snap.gate, requester, snap.labels[d], d) for d in doc_ids]
+    rid = request_id or uuid.uuid4().hex
+    store.audit.append([_entry(rid, requester, action, f, snap.version) for f in flows])
+    return flows
+
+
+def retrieve_for(
+    store: DocumentStore,
+    requester: Requester,
+    query: str,
+    k: int = 5,
+    *,
+    embedder: Embedder | None = None,
+    request_id: str | None = None,
+    action: str = "retrieve",
+) -> RetrievalResult:
+    """The gated retrieval path: scope, rank within scope, re-decide, fetch, admit.
+
+    Args:
+        store: the document store.
+        requester: the verified requester (identity, acting role and context,
+            assignments from the store).
+        query: the query text; it only ranks documents, it never decides.
+        k: how many candidates to rank (1-100).
+        embedder: rank by cosine similarity of stored vectors instead of BM25.
+        request_id: an id for the audit log (a fresh one by default).
+        action: the action recorded in the audit log (``retrieve``, ``ask``).
+
+    Returns:
+        The `RetrievalResult`.
+
+    Raises:
+        PrivacyCIError: `k` out of range.
+    """
+    if not 1 <= k <= MAX_K:
+        raise PrivacyCIError(f"k must be between 1 and {MAX_K}, got {k}")
+    snap = store.snapshot()
+    gate = snap.gate
+
+    # (a) scope: the authorized set, from approved labels and assignments only.
+    batch = gate.decide_batch(requester, snap.compiled)
+    authorized = batch.permitted_ids()
+    denied = np.flatnonzero(~batch.permitted)
+    withheld = [
+        Withheld(batch.doc_ids[i], _RULES[r], "scope")
+        for i, r in zip(denied.tolist(), batch.rules[denied].tolist(), strict=True)
+    ]
+    withheld += [
+        Withheld(d, Rule.INVALID_LABEL, "scope")
+        for d, rec in snap.labels.items()
+        if rec.state is not LabelState.APPROVED
+    ]
+
+    # (b) candidate resolution over the authorized set only (index terms, no content).
+    if embedder is not None:
+        candidates = store.embedding_ranker(authorized, embedder).top_k(query, k)
+    else:
+        candidates = snap.ranker(authorized).top_k(query, k)
+
+    # (c) decide each candidate again on its label as stored now; (d) fetch the permitted.
+    ids = [d for d, _ in candidates]
+    with store.reading():
+        fresh = store.read_labels(ids, known=snap.labels)
+        flows = [decide_label(gate, requester, fresh.get(d), d, s) for d, s in candidates]
+        permitted = [f.doc_id for f in flows if f.permitted]
+        content = store.fetch_content(permitted)
+    admitted = []
+    for flow in flows:
+        if flow.permitted and flow.doc_id in content and flow.label_version is not None:
+            record = fresh[flow.doc_id]
+            admitted.append(
+                AdmittedDocument(
+                    flow.doc_id,
+                    record.title,
+                    content[flow.doc_id],
+                    float(flow.score or 0.0),
+                    flow.label_version,
+                )
+            )
+        elif not flow.permitted:
+            withheld.append(Withheld(flow.doc_id, flow.decision.rule, "candidate"))
+
+    rid = request_id or uuid.uuid4().hex
+    scope = AuditEntry(
+        request_id=rid,
+        requester=requester.id,
+        role=requester.active_role,
+        context=requester.active_context,
+        action=action,
+        doc_id=None,
+        decision="scope",
+        rule=None,
+        policy_version=gate.version,
+        label_version=None,
+        store_version=snap.version,
+        detail=json.dumps(
+            {
+                "authorized": len(authorized),
+                "denied": len(batch) - len(authorized),
+                "not_approved": len(snap.labels) - len(batch),
+                "candidates": len(candidates),
+                "k": k,
+            },
+            sort_keys=True,
+            separators=(",", ":"),
+        ),
+    )
+    store.audit.append([scope, *(_entry(rid, requester, action, f, snap.version) for f in flows)])
+    return RetrievalResult(
+        request_id=rid,
+        requester=requester,
+        query=query,
+        k=k,
+        policy_version=gate.version,
+        store_version=snap.version,
+        authorized_count=len(authorized),
+        admitted=tuple(admitted),
+        decisions=tuple(flows),
+        withheld=tuple(withheld),
+    )

@@ -1,0 +1,368 @@
+"""One thin database layer for SQLite and PostgreSQL: same schema, same SQL.
+
+Statements are written once with ``?`` placeholders; for PostgreSQL they become
+``%s``. The DDL differs only in three spellings (an auto-numbered key, a binary
+column, the append-only trigger), filled in from `Dialect`. Everything else is
+plain SQL both engines accept (``INSERT ... ON CONFLICT``, ``IN (...)``).
+
+A `Database` holds one connection, used under a lock (the service's threads share
+it), in autocommit mode with explicit transactions:
+
+* `Database.write()`: a write transaction that serialises with every other writer
+  (``BEGIN IMMEDIATE`` on SQLite; on PostgreSQL a transaction plus the advisory
+  lock `WRITE_LOCK`, so hash-chained audit appends never interleave);
+* `Database.read()`: a read snapshot (a deferred ``BEGIN`` on SQLite in WAL mode,
+  ``REPEATABLE READ`` on PostgreSQL), so related rows are read consistently.
+
+psycopg is imported only when a PostgreSQL URL is opened.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from privacy_ci.errors import PrivacyCIError
+
+Engine = Literal["sqlite", "postgresql"]
+Row = tuple[Any, ...]
+
+WRITE_LOCK = 0x5052_4356  # pg_advisory_xact_lock key held by every write transaction
+SCHEMA_VERSION = "1"
+
+
+class StoreError(PrivacyCIError):
+    """The store cannot be opened or used (bad URL, missing driver, database error)."""
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """The few spellings that differ between the two engines."""
+
+    engine: Engine
+    serial_key: str
+    blob: str
+    placeholder: str
+
+
+SQLITE = Dialect("sqlite", "INTEGER PRIMARY KEY AUTOINCREMENT", "BLOB", "?")
+POSTGRESQL = Dialect("postgresql", "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "BYTEA", "%s")
+
+_TABLES = """
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS store_version (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    version BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS policy (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    body TEXT NOT NULL,
+    version TEXT NOT NULL,
+    updated_by TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS agents (
+    agent_id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    description TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS agent_roles (
+    agent_id TEXT NOT NULL REFERENCES agents (agent_id) ON DELETE CASCADE,
+    role TEXT NOT NULL,
+    context TEXT NOT NULL,
+    PRIMARY KEY (agent_id, role)
+);
+CREATE TABLE IF NOT EXISTS assignments (
+    agent_id TEXT NOT NULL,
+    subject_id TEXT NOT NULL,
+    PRIMARY KEY (agent_id, subject_id)
+);
+CREATE TABLE IF NOT EXISTS labels (
+    doc_id TEXT PRIMARY KEY,
+    body TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('proposed', 'approved', 'revoked')),
+    version INTEGER NOT NULL,
+    updated_by TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS documents (
+    doc_id TEXT PRIMARY KEY,
+    content TEXT NOT NULL,
+    content_sha256 TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS doc_terms (
+    doc_id TEXT PRIMARY KEY,
+    terms TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS embeddings (
+    doc_id TEXT NOT NULL,
+    model TEXT NOT NULL,
+    dim INTEGER NOT NULL,
+    vector {blob} NOT NULL,
+    PRIMARY KEY (doc_id, model)
+);
+CREATE TABLE IF NOT EXISTS history (
+    seq {serial_key},
+    at TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    action TEXT NOT NULL,
+    target_kind TEXT NOT NULL,
+    target TEXT NOT NULL,
+    detail TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS audit (
+    seq BIGINT PRIMARY KEY,
+    at TEXT NOT NULL,
+    request_id TEXT NOT NULL,
+    requester TEXT NOT NULL,
+    role TEXT,
+    context TEXT,
+    action TEXT NOT NULL,
+    doc_id TEXT,
+    decision TEXT NOT NULL,
+    rule TEXT,
+    policy_version TEXT NOT NULL,
+    label_version INTEGER,
+    store_version BIGINT NOT NULL,
+    detail TEXT NOT NULL,
+    prev_hash TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    hash TEXT NOT NULL
+)
+"""
+
+_SQLITE_TRIGGERS = [
+    "CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit"
+    " BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END",
+    "CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit"
+    " BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END",
+]
+_PG_TRIGGERS = [
+    "CREATE OR REPLACE FUNCTION audit_append_only() RETURNS trigger LANGUAGE plpgsql AS"
+    " $$ BEGIN RAISE EXCEPTION 'the audit log is append-only'; END $$",
+    "DROP TRIGGER IF EXISTS audit_no_change ON audit",
+    "CREATE TRIGGER audit_no_change BEFORE UPDATE OR DELETE ON audit"
+    " FOR EACH ROW EXECUTE FUNCTION audit_append_only()",
+    "DROP TRIGGER IF EXISTS audit_no_truncate ON audit",
+    "CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit"
+    " FOR EACH STATEMENT EXECUTE FUNCTION audit_append_only()",
+]
+
+
+def schema_statements(dialect: Dialect) -> list[str]:
+    """The DDL that creates every table (idempotent), in this dialect."""
+    tables = _TABLES.format(serial_key=dialect.serial_key, blob=dialect.blob)
+    statements = [s.strip() for s in tables.split(";") if s.strip()]
+    return statements + (_SQLITE_TRIGGERS if dialect.engine == "sqlite" else _PG_TRIGGERS)
+
+
+def parse_url(url: str | Path) -> tuple[Dialect, str]:
+    """Which engine a store URL names, and what to connect to.
+
+    Args:
+        url: ``postgresql://...`` (or ``postgres://``, ``postgresql+psycopg://``);
+            ``sqlite:///relative.db``, ``sqlite:////absolute.db`` or
+            ``sqlite:///:memory:`` (SQLAlchemy's spelling); or a plain file path.
+
+    Returns:
+        The dialect and the connection target (a libpq URL or a SQLite path).
+
+    Raises:
+        StoreError: for a scheme that is neither.
+    """
+    text = str(url).strip()
+    if not text:
+        raise StoreError("empty store URL: give a file path, sqlite:///FILE or postgresql://...")
+    scheme = urlsplit(text).scheme.lower() if "://" in text else ""
+    if scheme in ("postgresql", "postgres", "postgresql+psycopg"):
+        return POSTGRESQL, "postgresql://" + text.split("://", 1)[1]
+    if scheme == "sqlite":
+        rest = text.split("://", 1)[1]
+        if not rest.startswith("/"):
+            raise StoreError(
+                f"bad SQLite URL {text!r}: write sqlite:///relative.db or sqlite:////abs/path.db"
+            )
+        path = rest[1:]
+        if not path:
+            raise StoreError(f"bad SQLite URL {text!r}: no file name")
+        return SQLITE, path
+    if scheme:
+        raise StoreError(
+            f"unsupported store URL scheme {scheme!r} in {text!r}:"
+            " use a file path, sqlite:///FILE or postgresql://..."
+        )
+    return SQLITE, text
+
+
+class Database:
+    """One connection to SQLite or PostgreSQL with the dialect shim.
+
+    Args:
+        url: a store URL or SQLite path (see `parse_url`).
+    """
+
+    def __init__(self, url: str | Path) -> None:
+        self.dialect, target = parse_url(url)
+        self.url = str(url)
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
+        if self.dialect.engine == "sqlite":
+            self._conn: Any = self._open_sqlite(target)
+        else:
+            import psycopg
+
+            self._conn = self._open_postgresql(target)
+            self._errors = (psycopg.Error,)
+
+    # -- opening ----------------------------------------------------------------------
+    @staticmethod
+    def _open_sqlite(path: str) -> sqlite3.Connection:
+        if path != ":memory:":
+            parent = Path(path).expanduser().resolve().parent
+            if not parent.is_dir():
+                raise StoreError(
+                    f"cannot open SQLite store {path!r}: folder {parent} does not exist"
+                )
+        try:
+            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA busy_timeout = 10000")
+            if path != ":memory:":
+                conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open SQLite store {path!r}: {exc}") from None
+        return conn
+
+    @staticmethod
+    def _open_postgresql(url: str) -> Any:
+        try:
+            import psycopg
+        except ImportError:  # pragma: no cover - psycopg is a dependency of the store
+            raise StoreError(
+                "PostgreSQL stores need psycopg 3: pip install 'psycopg[binary]'"
+            ) from None
+        try:
+            return psycopg.connect(url, autocommit=True)
+        except psycopg.Error as exc:
+            safe = urlsplit(url)._replace(netloc=urlsplit(url).hostname or "").geturl()
+            raise StoreError(f"cannot connect to PostgreSQL at {safe}: {exc}") from None
+
+    @property
+    def engine(self) -> Engine:
+        return self.dialect.engine
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # -- statements -------------------------------------------------------------------
+    def _sql(self, sql: str) -> str:
+        return sql if self.dialect.placeholder == "?" else sql.replace("?", "%s")
+
+    @contextmanager
+    def _translated(self) -> Iterator[None]:
+        """Driver errors become `StoreError`s naming the database's message."""
+        try:
+            yield
+        except self._errors as exc:
+            message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise StoreError(f"{self.engine} error: {message}") from exc
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """Run one statement (inside the current transaction, if any)."""
+        with self._lock, self._translated():
+            self._conn.execute(self._sql(sql), tuple(params))
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one statement for each parameter row."""
+        if not rows:
+            return
+        with self._lock, self._translated():
+            if self.engine == "sqlite":
+                self._conn.executemany(sql, [tuple(r) for r in rows])
+            else:
+                with self._conn.cursor() as cur:
+                    cur.executemany(self._sql(sql), [tuple(r) for r in rows])
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        """Run one query and return every row as a tuple."""
+        with self._lock, self._translated():
+            cur = self._conn.execute(self._sql(sql), tuple(params))
+            rows: list[Row] = [tuple(r) for r in cur.fetchall()]
+            return rows
+
+    def query_one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        """Run one query and return its first row (None when it returns none)."""
+        rows = self.query(sql, params)
+        return rows[0] if rows else None
+
+    def run_script(self, statements: Sequence[str]) -> None:
+        """Run DDL statements, each as sent (no placeholders)."""
+        with self._lock, self._translated():
+            for statement in statements:
+                self._conn.execute(statement)
+
+    @staticmethod
+    def placeholders(n: int) -> str:
+        """``?, ?, ...`` for an ``IN (...)`` list of `n` values."""
+        return ", ".join("?" * n)
+
+    # -- transactions -----------------------------------------------------------------
+    @contextmanager
+    def write(self) -> Iterator[Database]:
+        """A serialised write transaction: commit on success, roll back on error."""
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield self
+                finally:
+                    self._depth -= 1
+                return
+            if self.engine == "sqlite":
+                self._conn.execute("BEGIN IMMEDIATE")
+            else:
+                self._conn.execute("BEGIN")
+                self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+            self._depth = 1
+            try:
+                yield self
+            except BaseException:
+                self._depth = 0
+                self._conn.execute("ROLLBACK")
+                raise
+            self._depth = 0
+            self._conn.execute("COMMIT")
+
+    @contextmanager
+    def read(self) -> Iterator[Database]:
+        """A consistent read snapshot (rolled back at the end: it changes nothing)."""
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield self
+                finally:
+                    self._depth -= 1
+                return
+            if self.engine == "sqlite":
+                self._conn.execute("BEGIN")
+            else:
+                self._conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            self._depth = 1
+            try:
+                yield self
+            finally:
+                self._depth = 0
+                self._conn.execute("ROLLBACK")

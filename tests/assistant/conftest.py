@@ -1,0 +1,5 @@
+"""Store fixtures over SQLite and (when PRIVACY_CI_TEST_PG_URL is set) PostgreSQL."""
+
+from tests.store.backends import backend, empty_store, riverside, riverside_template
+
+__all__ = ["backend", "empty_store", "riverside", "riverside_template"]
