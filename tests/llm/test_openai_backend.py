@@ -24,7 +24,8 @@ from privacy_ci.llm import (
     system,
     user,
 )
-from privacy_ci.llm._openai import OpenAICompatibleBackend, retry_after_seconds
+from privacy_ci.llm._openai import OpenAICompatibleBackend
+from privacy_ci.llm._transport import retry_after_seconds
 from tests.llm.fake_openai_server import (
     FakeLLMServer,
     Fault,

@@ -27,19 +27,22 @@ output that does not parse comes back with `Completion.parse_error`.
 
 from __future__ import annotations
 
-import asyncio
-import email.utils
 import json
-import threading
 import time
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
-from typing import Any, Generic, Protocol, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import anthropic
 from anthropic.types import Message as AnthropicMessage
 from anthropic.types import MessageParam, ToolChoiceToolParam, ToolParam
 
 from privacy_ci.llm._config import LLMConfig, StructuredMode
+from privacy_ci.llm._transport import (
+    LoopClients,
+    error_text,
+    is_retryable_status,
+    retry_after_seconds,
+)
 from privacy_ci.llm._types import (
     Completion,
     FinishReason,
@@ -100,7 +103,7 @@ class AnthropicBackend:
         self.structured_mode: StructuredMode = structured_mode
         self.timeout = timeout
         self._api_key = api_key or NO_KEY_PLACEHOLDER
-        self._pool: _LoopClients[anthropic.AsyncAnthropic] = _LoopClients(self._new_client)
+        self._pool: LoopClients[anthropic.AsyncAnthropic] = LoopClients(self._new_client)
 
     @classmethod
     def from_config(cls, config: LLMConfig) -> AnthropicBackend:
@@ -260,7 +263,7 @@ class AnthropicBackend:
         if isinstance(exc, anthropic.APIStatusError):
             status = exc.status_code
             return LLMError(
-                f"{where}: HTTP {status}: {exc.api_message or _error_text(exc.body, exc.message)}",
+                f"{where}: HTTP {status}: {exc.api_message or error_text(exc.body, exc.message)}",
                 retryable=is_retryable_status(status),
                 retry_after=retry_after_seconds(exc.response.headers),
                 status=status,
@@ -281,103 +284,3 @@ def _tool_schema(schema: dict[str, Any]) -> dict[str, Any]:
     if not _is_wrapped(schema):
         return schema
     return {"type": "object", "properties": {_WRAP_KEY: schema}, "required": [_WRAP_KEY]}
-
-
-# -- helpers shared in spirit with the OpenAI backend (kept separate: no cross-SDK import)
-def is_retryable_status(status: int) -> bool:
-    """408, 409, 429 and every 5xx (529 overloaded included) may succeed later."""
-    return status in (408, 409, 429) or status >= 500
-
-
-def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date)."""
-    lowered = {k.lower(): v for k, v in headers.items()}
-    ms = lowered.get("retry-after-ms")
-    if ms is not None:
-        try:
-            return max(float(ms) / 1000.0, 0.0)
-        except ValueError:
-            pass
-    value = lowered.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    return max(when.timestamp() - time.time(), 0.0)
-
-
-def _error_text(body: object, fallback: str) -> str:
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict) and error.get("message"):
-            return str(error["message"])[:500]
-        return json.dumps(body)[:500]
-    if isinstance(body, str) and body:
-        return body[:500]
-    return fallback
-
-
-class _Closeable(Protocol):
-    async def close(self) -> None: ...
-
-
-_C = TypeVar("_C", bound=_Closeable)
-
-
-class _LoopClients(Generic[_C]):
-    """One SDK client per running event loop, closed when that loop shuts down.
-
-    A loop run by ``asyncio.run`` finalises its pending async generators before it
-    closes (``loop.shutdown_asyncgens``); each client is guarded by such a generator
-    whose ``finally`` closes it. Entries of loops closed some other way are dropped.
-    """
-
-    def __init__(self, factory: Callable[[], _C]) -> None:
-        self._factory = factory
-        self._lock = threading.Lock()
-        self._clients: dict[asyncio.AbstractEventLoop, tuple[_C, AsyncGenerator[None, None]]] = {}
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._clients)
-
-    async def get(self) -> _C:
-        """The running loop's client (created on first use)."""
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            entry = self._clients.get(loop)
-            if entry is not None:
-                return entry[0]
-            for stale in [other for other in self._clients if other.is_closed()]:
-                del self._clients[stale]
-            client = self._factory()
-            guard = self._guard(loop, client)
-            self._clients[loop] = (client, guard)
-        await anext(guard)  # first iteration registers it with the loop's finaliser
-        return client
-
-    async def _guard(
-        self, loop: asyncio.AbstractEventLoop, client: _C
-    ) -> AsyncGenerator[None, None]:
-        try:
-            yield
-        finally:
-            with self._lock:
-                entry = self._clients.get(loop)
-                if entry is not None and entry[0] is client:
-                    del self._clients[loop]
-            await client.close()
-
-    async def aclose(self) -> None:
-        """Close the running loop's client now."""
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            entry = self._clients.get(loop)
-        if entry is not None:
-            await entry[1].aclose()

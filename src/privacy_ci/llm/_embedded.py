@@ -39,6 +39,7 @@ import asyncio
 import atexit
 import importlib.util
 import json
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -170,6 +171,9 @@ _MODELS_LOCK = threading.Lock()
 
 def _import_llama_cpp() -> Any:
     try:
+        # Idle OpenMP threads spin by default, which starves a busy 2-core machine;
+        # passive waiting only changes how they wait (set before llama.cpp loads).
+        os.environ.setdefault("OMP_WAIT_POLICY", "passive")
         import llama_cpp
     except ImportError as exc:
         raise PrivacyCIError(f"{LLAMA_INSTALL_HINT} ({exc})") from None
