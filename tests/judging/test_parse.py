@@ -145,3 +145,13 @@ def test_parse_failure_is_never_guessed() -> None:
 )
 def test_parse_yes_no(text: str, want: bool | None) -> None:
     assert parse_yes_no(text) == want
+
+
+def test_an_echoed_prompt_is_not_a_choice() -> None:
+    from privacy_ci.judging._prompts import load_prompt
+
+    for name in ("dp", "cot_auto", "cot_manual", "content_decide", "agent_id_decide"):
+        prompt = load_prompt(name)
+        text = prompt.render(**{v: "x" for v in prompt.variables})
+        assert parse_verdict(text, prompt=text).verdict is None, name
+        assert parse_verdict(text + "\nChoice: B", prompt=text).verdict is Verdict.PERMIT

@@ -8,7 +8,7 @@ from __future__ import annotations
 import typer
 
 from privacy_ci import __version__
-from privacy_ci.cli import conductor, data, demo, evaluate, kb, llm, serve
+from privacy_ci.cli import conductor, data, demo, evaluate, judge, kb, llm, retrieval, serve
 
 app = typer.Typer(
     name="privacy-ci",
@@ -28,6 +28,9 @@ app.add_typer(serve.store_app, name="store")
 app.add_typer(serve.audit_app, name="audit")
 app.add_typer(serve.token_app, name="token")
 app.command(name="demo")(demo.demo)
+app.command(name="retrieve")(retrieval.retrieve_command)
+app.add_typer(retrieval.app, name="retrieval")
+app.command(name="judge")(judge.judge)
 app.command(name="eval")(evaluate.eval_command)
 app.command(name="report")(evaluate.report_command)
 

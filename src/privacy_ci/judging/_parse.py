@@ -39,7 +39,8 @@ _WORDS: list[tuple[re.Pattern[str], Verdict]] = [
 
 # "Choice: A", "**Choice:** C. Not related", "Choice: [B. Permitted]", "Final answer: (A)"
 _CHOICE = re.compile(
-    r"(?:choice|answer|conclusion|decision|verdict)\s*\**\s*[:：\-–—]\s*\**\s*[\[(]?\s*\**\s*"
+    r"(?:choice|answer|conclusion|decision|verdict)[ \t]*\**[ \t]*[:：\-–—][ \t]*\**[ \t]*"
+    r"[\[(]?[ \t]*\**[ \t]*"
     r"(?P<body>[^\n]{0,80})",
     re.I,
 )
@@ -99,7 +100,7 @@ def _verdict_from_body(body: str) -> Verdict | None:
     return None
 
 
-def parse_verdict(text: str | None) -> ParsedVerdict:
+def parse_verdict(text: str | None, prompt: str | None = None) -> ParsedVerdict:
     """The verdict a model chose, or an explicit failure.
 
     Precedence: the LAST explicit choice line (``Choice: ...``), else the last
@@ -108,12 +109,19 @@ def parse_verdict(text: str | None) -> ParsedVerdict:
 
     Args:
         text: the raw model output.
+        prompt: the prompt that produced it; lines the model merely echoed from it
+            are ignored (an echoed prompt mentions every verdict and chooses none).
 
     Returns:
         The `ParsedVerdict`.
     """
     if not text or not text.strip():
         return ParsedVerdict(None, "unparsed", "")
+    if prompt:
+        echoed = {ln.strip() for ln in prompt.splitlines() if len(ln.strip()) > 12}
+        text = "\n".join(ln for ln in text.splitlines() if ln.strip() not in echoed)
+        if not text.strip():
+            return ParsedVerdict(None, "unparsed", "")
     cleaned = text.replace("**", "").replace("__", "")
     choices = []
     for m in _CHOICE.finditer(cleaned):

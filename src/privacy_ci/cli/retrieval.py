@@ -1,0 +1,210 @@
+"""`privacy-ci retrieval eval` and `privacy-ci retrieve "..."`: regulation retrieval.
+
+`app` is the ``retrieval`` command group; `retrieve_command` is the top-level
+``retrieve`` command (both registered in `privacy_ci.cli.main`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from privacy_ci.cli._common import console, err_console, print_json, user_errors
+
+if TYPE_CHECKING:
+    from privacy_ci.knowledge import KnowledgeBase
+    from privacy_ci.retrieval import RetrievalResult, Retriever
+
+app = typer.Typer(
+    help="Regulation retrieval (paper section 4.2): evaluate retrievers against gold ids.",
+    no_args_is_help=True,
+)
+
+DEFAULT_EVAL = ("bm25-paper", "bm25-plus", "dense", "roles", "hybrid")
+REGULATIONS = ("hipaa", "gdpr", "ai_act")
+
+
+def _kb(regulation: str) -> KnowledgeBase:
+    from privacy_ci.errors import PrivacyCIError
+    from privacy_ci.knowledge import load_knowledge_base
+
+    if regulation not in REGULATIONS:
+        raise PrivacyCIError(f"unknown regulation {regulation!r}; expected one of {REGULATIONS}")
+    return load_knowledge_base(regulation)
+
+
+def _build(names: list[str], kb: KnowledgeBase, model: str | None, strict: bool) -> list[Retriever]:
+    """Build the named retrievers; in non-strict mode skip those whose model is missing."""
+    from privacy_ci.retrieval import ModelUnavailableError, build_retriever
+
+    built: dict[str, Retriever] = {}
+    out: list[Retriever] = []
+    for name in names:
+        try:
+            out.append(build_retriever(name, kb, model=model, _built=built))
+        except ModelUnavailableError as exc:
+            if strict:
+                raise
+            err_console.print(f"[yellow]skipped {name}:[/] {exc}", highlight=False)
+    return out
+
+
+@app.command("eval")
+def eval_command(
+    dataset: str = typer.Option(
+        "real",
+        "--dataset",
+        "-d",
+        help="real | synthetic | privaci-hipaa | privaci-gdpr | privaci-ai_act",
+    ),
+    retriever: list[str] = typer.Option(
+        [],
+        "--retriever",
+        "-r",
+        help="A retriever to compare with bm25-paper (repeatable): bm25-plus, dense, "
+        "dense-paper (all-mpnet-base-v2, if available locally), roles, hybrid. "
+        "Default: all of them except dense-paper.",
+    ),
+    query: str = typer.Option("text", "--query", "-q", help="text (case text) | ci (+ CI fields)"),
+    model: str | None = typer.Option(
+        None, "--model", help="Embedding model name or folder (default: packaged MiniLM)."
+    ),
+    limit: int | None = typer.Option(None, "--limit", help="Only the first N cases."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON rows keyed by retriever."),
+) -> None:
+    """Recall@1/5/10/20, MRR and nDCG@10 of bm25-paper and other retrievers on one dataset."""
+    with user_errors():
+        from privacy_ci.errors import PrivacyCIError
+        from privacy_ci.retrieval import dataset_regulation, evaluate_many, load_eval_cases
+
+        regulation = dataset_regulation(dataset)
+        if query not in ("text", "ci"):
+            raise PrivacyCIError(f"--query must be text or ci, not {query!r}")
+        names = ["bm25-paper", *(r for r in (retriever or DEFAULT_EVAL) if r != "bm25-paper")]
+        names = list(dict.fromkeys(names))
+        kb = _kb(regulation)
+        cases = load_eval_cases(dataset)
+        if limit is not None:
+            cases = cases[: max(0, limit)]
+        retrievers = _build(names, kb, model, strict=bool(retriever))
+        results = evaluate_many(retrievers, cases, query=query, dataset=dataset)  # type: ignore[arg-type]
+        if as_json:
+            print_json({r.name: r.row() for r in results})
+            return
+        _print_table(results, dataset, query)
+
+
+def _print_table(results: list[RetrievalResult], dataset: str, query: str) -> None:
+    from rich.table import Table
+
+    base = next((r for r in results if r.name == "bm25-paper"), None)
+    n = results[0].n_cases if results else 0
+    table = Table(
+        title=f"Retrieval on {dataset} ({n} applicable cases with gold ids, query={query})",
+        title_justify="left",
+    )
+    table.add_column("retriever")
+    ks = results[0].ks if results else (1, 5, 10, 20)
+    for k in ks:
+        table.add_column(f"R@{k}", justify="right")
+    for col in ("MRR", "nDCG@10", "ΔR@10 vs bm25-paper", "cases"):
+        table.add_column(col, justify="right")
+    for r in results:
+        delta = ""
+        if base is not None and 10 in r.recall:
+            delta = f"{100 * (r.recall[10] - base.recall[10]):+.1f}"
+        table.add_row(
+            r.name,
+            *(f"{100 * r.recall[k]:.1f}" for k in ks),
+            f"{r.mrr:.3f}",
+            f"{r.ndcg10:.3f}",
+            delta,
+            str(r.n_cases),
+        )
+    console.print(table)
+    console.print(
+        "R@k: % of gold ids hit in the top k (a hit is the gold node or a node inside it).",
+        highlight=False,
+    )
+
+
+def retrieve_command(
+    query: str = typer.Argument(..., help="The case or event text."),
+    regulation: str = typer.Option("hipaa", "--regulation", help="hipaa | gdpr | ai_act"),
+    retriever: str = typer.Option(
+        "hybrid",
+        "--retriever",
+        "-r",
+        help="bm25-paper | bm25-plus | dense | dense-paper | roles | hybrid",
+    ),
+    k: int = typer.Option(10, "-k", help="How many regulations."),
+    model: str | None = typer.Option(None, "--model", help="Embedding model name or folder."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """The regulations most relevant to a described information flow."""
+    with user_errors():
+        from privacy_ci.retrieval import build_retriever, check_k
+
+        check_k(k)
+        kb = _kb(regulation)
+        _note_first_embedding(retriever, regulation)
+        ret = build_retriever(retriever, kb, model=model)
+        hits = ret.retrieve(query, k)
+        rows: list[dict[str, Any]] = []
+        for rank, hit in enumerate(hits, start=1):
+            node = kb.tree[hit.node_id]
+            text = " ".join((node.text or node.title).split())
+            rows.append(
+                {
+                    "rank": rank,
+                    "id": hit.node_id,
+                    "score": round(hit.score, 6),
+                    "section": _section_of(kb, hit.node_id),
+                    "first_line": text[:160],
+                }
+            )
+        if as_json:
+            print_json(
+                {"regulation": regulation, "retriever": ret.name, "query": query, "hits": rows}
+            )
+            return
+        if not rows:
+            console.print("no regulation matches this query", highlight=False)
+            return
+        from rich.table import Table
+
+        table = Table(
+            title=f"{regulation} regulations for the query ({ret.name})", title_justify="left"
+        )
+        table.add_column("#", justify="right")
+        table.add_column("id")
+        table.add_column("score", justify="right")
+        table.add_column("text", overflow="fold")
+        for row in rows:
+            table.add_row(str(row["rank"]), row["id"], f"{row['score']:.4f}", row["first_line"])
+        console.print(table)
+
+
+def _note_first_embedding(retriever: str, regulation: str) -> None:
+    """Say so on stderr when a dense index is about to be built for the first time."""
+    if retriever not in ("dense", "dense-paper", "hybrid"):
+        return
+    from privacy_ci.retrieval import retrieval_cache_dir
+
+    folder = retrieval_cache_dir("dense")
+    if not any(folder.glob(f"{regulation}-*/embeddings.npy")):
+        err_console.print(
+            f"embedding the {regulation} regulation once (about a minute on a CPU); "
+            f"cached in {folder}",
+            highlight=False,
+        )
+
+
+def _section_of(kb: KnowledgeBase, node_id: str) -> str:
+    """The heading of the section/article containing a node (for context)."""
+    for nid in reversed(kb.tree.path(node_id)):
+        node = kb.tree[nid]
+        if node.kind.value in ("section", "article"):
+            return node.title or node.text.split("\n")[0][:120]
+    return ""

@@ -1,0 +1,276 @@
+"""The six judging methods of the Privacy Checklist paper as chains of steps.
+
+==================  ===========================================================
+method              steps (prompt files under ``prompts/``)
+==================  ===========================================================
+``dp``              decide(``dp``)                                     Table 7
+``cot-auto``        decide(``cot_auto``)                               Table 7
+``cot-manual``      decide(``cot_manual``)                             Table 7
+``agent-id``        propose_ids(``agent_id_generate``) -> filter_rules(``law_filter``)
+                    per verified id -> decide(``agent_id_decide``)     Table 8
+``bm25-content``    explain(``explain``) -> retrieve(BM25, k, query = the
+                    explanation) -> filter_rules(``law_filter``) per hit ->
+                    decide(``content_decide``)                         Table 9
+``ci-es-content``   extract_ci(``ci_extract``) -> retrieve(role keywords, k,
+                    query = the extracted roles) -> filter_rules(``law_filter``)
+                    per hit -> decide(``content_decide``)              Table 10
+==================  ===========================================================
+
+The decision steps of the three retrieval methods see the kept regulations as
+``ID: text`` lines (text = the node's full specification, cut to
+`JudgeConfig.reference_chars`); Agent-ID's too (the paper's Agent-ID prompt adds
+"regulation IDs"; we give the same ``ID: text`` lines so all three retrieval
+methods differ only in how candidates are found). When the filter keeps nothing,
+``<reference_regulations>`` is ``None`` (`JudgeConfig.no_reference`), as the law
+filter's own "answer NONE" suggests; the decision is still made.
+
+BM25-content uses the paper-faithful ``bm25-paper`` retriever by default
+(`JudgeConfig.retriever`, or pass any `Retriever`); its query is the explanation
+alone, as in section 4.2 (the event text when the explanation is empty).
+CI-ES-content uses the role-keyword retriever ``roles``
+(`privacy_ci.retrieval.RoleKeywordRetriever`, the paper's "matched roles as
+keywords"; `JudgeConfig.ci_retriever`), or any `Retriever` passed in; its query is
+a `RetrievalQuery` with the event text and the extracted CI characteristics (the
+case's own when the extraction is malformed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from privacy_ci.errors import PrivacyCIError
+from privacy_ci.judging._steps import (
+    JudgeConfig,
+    PipelineContext,
+    PipelineState,
+    RetrieverSource,
+    Step,
+    decide,
+    explain,
+    extract_ci,
+    filter_rules,
+    propose_ids,
+    retrieve,
+    run_steps,
+)
+from privacy_ci.judging._types import Event, Judgment
+from privacy_ci.llm import GenerationSettings, LLMClient
+
+if TYPE_CHECKING:
+    from privacy_ci.knowledge import KnowledgeBase
+    from privacy_ci.retrieval import Retriever
+
+__all__ = [
+    "METHODS",
+    "MethodSpec",
+    "Pipeline",
+    "build_method",
+    "default_retriever",
+    "event_from_case",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class MethodSpec:
+    """What a method is, for listings and run manifests.
+
+    Args:
+        name: the method name (``dp`` ... ``ci-es-content``).
+        title: the paper's description.
+        prompts: the prompt files it uses, in call order.
+        steps: its step names, in order.
+        needs_kb: whether it reads the knowledge base.
+    """
+
+    name: str
+    title: str
+    prompts: tuple[str, ...]
+    steps: tuple[str, ...]
+    needs_kb: bool
+
+
+METHODS: dict[str, MethodSpec] = {
+    spec.name: spec
+    for spec in (
+        MethodSpec("dp", "Direct prompt (Table 7)", ("dp",), ("decide",), False),
+        MethodSpec(
+            "cot-auto", "CoT with automatic planning (Table 7)", ("cot_auto",), ("decide",), False
+        ),
+        MethodSpec(
+            "cot-manual",
+            "CoT with manual guidelines (Table 7)",
+            ("cot_manual",),
+            ("decide",),
+            False,
+        ),
+        MethodSpec(
+            "agent-id",
+            "CoT with regulation ids from agent-based retrieval (Table 8)",
+            ("agent_id_generate", "law_filter", "agent_id_decide"),
+            ("propose_ids", "filter", "decide"),
+            True,
+        ),
+        MethodSpec(
+            "bm25-content",
+            "CoT with an LLM explanation and regulations retrieved by BM25 (Table 9)",
+            ("explain", "law_filter", "content_decide"),
+            ("explain", "retrieve", "filter", "decide"),
+            True,
+        ),
+        MethodSpec(
+            "ci-es-content",
+            "CoT with CI extraction and regulations retrieved by role keywords (Table 10)",
+            ("ci_extract", "law_filter", "content_decide"),
+            ("extract_ci", "retrieve", "filter", "decide"),
+            True,
+        ),
+    )
+}
+"""The six methods, by name, in the paper's order."""
+
+
+@dataclass
+class Pipeline:
+    """A method: a named chain of steps over one context (implements `Method`).
+
+    Args:
+        name: the method name.
+        steps: the chain.
+        context: the client, knowledge base, settings and config.
+    """
+
+    name: str
+    steps: Sequence[Step]
+    context: PipelineContext
+    spec: MethodSpec | None = field(default=None, repr=False)
+
+    async def judge(self, event: Event) -> Judgment:
+        """Run the chain on one event.
+
+        Args:
+            event: what to judge.
+
+        Returns:
+            The `Judgment`: ``verdict`` None when the final answer did not parse
+            (the decide record says so) or a model call failed (``error`` set, the
+            steps up to the failure kept).
+        """
+        state = await run_steps(self.steps, PipelineState(event), self.context)
+        return state.to_judgment(self.name, self.context.backend)
+
+
+def default_retriever(name: str) -> RetrieverSource:
+    """A retriever by name, built on first use from the context's knowledge base.
+
+    Args:
+        name: a name of `privacy_ci.retrieval.build_retriever` (``bm25-paper``,
+            ``bm25-plus``, ``dense``, ``roles``, ``hybrid`` ...).
+
+    Returns:
+        A function of the context that builds it (with the index cache).
+
+    Raises:
+        PrivacyCIError: unknown name.
+    """
+    from privacy_ci.retrieval import RETRIEVER_NAMES
+
+    if name not in RETRIEVER_NAMES:
+        raise PrivacyCIError(
+            f"unknown retriever {name!r}; expected one of {', '.join(RETRIEVER_NAMES)}"
+        )
+
+    def build(ctx: PipelineContext) -> Retriever:
+        from privacy_ci.retrieval import build_retriever
+
+        return build_retriever(name, ctx.require_kb())
+
+    return build
+
+
+def build_method(
+    name: str,
+    client: LLMClient,
+    kb: KnowledgeBase | None = None,
+    config: JudgeConfig | None = None,
+    *,
+    settings: GenerationSettings | None = None,
+    retriever: Retriever | None = None,
+) -> Pipeline:
+    """Build one of the six methods.
+
+    Args:
+        name: a key of `METHODS`.
+        client: the LLM client.
+        kb: the knowledge base (None: ``config.regulation``'s, loaded here for the
+            methods that need one).
+        config: the `JudgeConfig` (default: paper settings, auto constraining).
+        settings: base generation settings (default: temperature 0, seed 0).
+        retriever: the retriever of ``bm25-content`` / ``ci-es-content`` (default:
+            ``config.retriever`` / ``config.ci_retriever``, built on first use);
+            ignored by the others.
+
+    Returns:
+        The `Pipeline`.
+
+    Raises:
+        PrivacyCIError: unknown method or retriever name.
+        DataMissingError: the method needs the knowledge base and its data is missing.
+    """
+    spec = METHODS.get(name)
+    if spec is None:
+        raise PrivacyCIError(f"unknown method {name!r}; expected one of {', '.join(METHODS)}")
+    config = config or JudgeConfig()
+    context = PipelineContext(
+        client=client, settings=settings or GenerationSettings(), config=config, kb=kb
+    )
+    if spec.needs_kb:
+        context.require_kb()  # missing data fails here, before any model call
+    steps: list[Step]
+    if name == "dp":
+        steps = [decide("dp")]
+    elif name == "cot-auto":
+        steps = [decide("cot_auto")]
+    elif name == "cot-manual":
+        steps = [decide("cot_manual")]
+    elif name == "agent-id":
+        steps = [propose_ids, filter_rules, decide("agent_id_decide")]
+    elif name == "bm25-content":
+        source: RetrieverSource = retriever or default_retriever(config.retriever)
+        steps = [
+            explain,
+            retrieve(source, config.k, query_from="explanation"),
+            filter_rules,
+            decide("content_decide"),
+        ]
+    else:
+        source = retriever or default_retriever(config.ci_retriever)
+        steps = [
+            extract_ci,
+            retrieve(source, config.k, query_from="ci"),
+            filter_rules,
+            decide("content_decide"),
+        ]
+    return Pipeline(name, steps, context, spec)
+
+
+def event_from_case(case: Any) -> Event:
+    """An `Event` from a `privacy_ci.cases.Case` (or any object with the same fields).
+
+    Args:
+        case: the case.
+
+    Returns:
+        The event: its text, id and CI characteristics (never its label).
+    """
+    return Event(
+        text=case.text,
+        id=getattr(case, "id", "") or "",
+        sender_role=getattr(case, "sender_role", None),
+        recipient_role=getattr(case, "recipient_role", None),
+        subject_role=getattr(case, "subject_role", None),
+        information_type=getattr(case, "information_type", None),
+        purpose=getattr(case, "purpose", None),
+        consent_form=getattr(case, "consent_form", None),
+    )

@@ -1,0 +1,144 @@
+"""Ranked regulation ids for a query (section 4.2 of the Privacy Checklist paper).
+
+* `Retriever` protocol: ``retrieve(query: str | RetrievalQuery, k) -> list[Hit]`` and
+  ``name``; `RetrievalQuery` carries the case text and, optionally, its CI
+  characteristics; `Hit` is ``(node_id, score)``.
+* `BM25Retriever` on bm25s, with the presets `bm25_paper` (``bm25-paper``: the
+  paper's Okapi BM25, equations 1-2) and `bm25_plus` (``bm25-plus``: stemming, stop
+  words, full specifications with CI annotations, tree-aware ranking).
+* `DenseRetriever`: Sentence Transformers cosine similarity (default the packaged
+  all-MiniLM-L6-v2; the paper's all-mpnet-base-v2 if available locally).
+* `RoleKeywordRetriever`: CI-ES, norms whose roles match the case's roles
+  (embeddings plus the role graph).
+* `verify_ids`: normalise and validate the ids an LLM writes (agent-based retrieval).
+* `fuse` (reciprocal rank fusion), `expand` (support references, definitions),
+  `HybridRetriever`, and `build_retriever(name, kb)` for every named retriever.
+* `evaluate_retrieval` / `evaluate_many`: recall@k, any-hit@k, MRR and nDCG@10
+  against gold ids with the subtree hit rule; `load_eval_cases` for the datasets.
+
+torch and sentence-transformers are imported only when a dense or role
+retriever is built.
+"""
+
+from privacy_ci.retrieval._base import (
+    CI_FIELDS,
+    EmptyQueryError,
+    Hit,
+    ModelUnavailableError,
+    RetrievalError,
+    RetrievalQuery,
+    Retriever,
+    as_query,
+    check_k,
+    kb_fingerprint,
+    retrieval_cache_dir,
+)
+from privacy_ci.retrieval._bm25 import (
+    PAPER_CONFIG,
+    PLUS_CONFIG,
+    BM25Config,
+    BM25Retriever,
+    DocumentRecipe,
+    Tokenizer,
+    bm25_paper,
+    bm25_plus,
+    build_documents,
+    defined_terms_in,
+    path_text,
+    rank_with_tree,
+)
+from privacy_ci.retrieval._dense import (
+    DEFAULT_MODEL,
+    PAPER_MODEL,
+    DenseConfig,
+    DenseRetriever,
+    EmbeddingModel,
+    load_embedding_model,
+    resolve_model,
+)
+from privacy_ci.retrieval._eval import (
+    DATASET_REGULATION,
+    DATASETS,
+    CaseMetrics,
+    RetrievalResult,
+    case_metrics,
+    dataset_regulation,
+    evaluate_many,
+    evaluate_retrieval,
+    format_results,
+    gold_of,
+    is_applicable,
+    load_eval_cases,
+)
+from privacy_ci.retrieval._hybrid import (
+    BEST_HYBRID,
+    RETRIEVER_NAMES,
+    Expansion,
+    HybridRetriever,
+    build_retriever,
+    definition_nodes,
+    expand,
+    fuse,
+)
+from privacy_ci.retrieval._ids import RejectedId, VerifiedIds, extract_citations, verify_ids
+from privacy_ci.retrieval._roles import RoleKeywordRetriever, RolesConfig, split_role
+
+__all__ = [
+    "BEST_HYBRID",
+    "CI_FIELDS",
+    "DATASETS",
+    "DATASET_REGULATION",
+    "DEFAULT_MODEL",
+    "PAPER_CONFIG",
+    "PAPER_MODEL",
+    "PLUS_CONFIG",
+    "RETRIEVER_NAMES",
+    "BM25Config",
+    "BM25Retriever",
+    "CaseMetrics",
+    "DenseConfig",
+    "DenseRetriever",
+    "DocumentRecipe",
+    "EmbeddingModel",
+    "EmptyQueryError",
+    "Expansion",
+    "Hit",
+    "HybridRetriever",
+    "ModelUnavailableError",
+    "RejectedId",
+    "RetrievalError",
+    "RetrievalQuery",
+    "RetrievalResult",
+    "Retriever",
+    "RoleKeywordRetriever",
+    "RolesConfig",
+    "Tokenizer",
+    "VerifiedIds",
+    "as_query",
+    "bm25_paper",
+    "bm25_plus",
+    "build_documents",
+    "build_retriever",
+    "case_metrics",
+    "check_k",
+    "dataset_regulation",
+    "defined_terms_in",
+    "definition_nodes",
+    "evaluate_many",
+    "evaluate_retrieval",
+    "expand",
+    "extract_citations",
+    "format_results",
+    "fuse",
+    "gold_of",
+    "is_applicable",
+    "kb_fingerprint",
+    "load_embedding_model",
+    "load_eval_cases",
+    "path_text",
+    "rank_with_tree",
+    "resolve_model",
+    "retrieval_cache_dir",
+    "split_role",
+    "verify_ids",
+]

@@ -1,0 +1,364 @@
+"""Hybrid retrieval: reciprocal rank fusion and expansion along the knowledge base.
+
+`fuse` is reciprocal rank fusion (Cormack, Clarke and Büttcher, SIGIR 2009)::
+
+    RRF(d) = sum over rankings r of  w_r / (k + rank_r(d))        (rank 1-based, k = 60)
+
+A document absent from a ranking contributes nothing for it; ties keep the
+order of first appearance.
+
+`expand` adds, for each of the top hits, the *support* references of its norm
+(``Norm.references`` of kind support: the provisions the norm relies on) and
+the tree nodes that define the terms its text uses (HIPAA ``160.103(...)``,
+``164.501(...)``; GDPR ``Article 4(n)``), each with
+``decay * score(hit)`` unless it already scores higher. Expansions never push
+out the hits that caused them: they are merged into the ranking by score.
+
+`HybridRetriever` fuses any retrievers and optionally expands; `build_retriever`
+makes every retriever the CLI and the benchmark know by name, including
+``hybrid`` (our best configuration, see `BEST_HYBRID`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from privacy_ci.retrieval._base import (
+    Hit,
+    RetrievalError,
+    RetrievalQuery,
+    Retriever,
+    as_query,
+    check_k,
+)
+
+if TYPE_CHECKING:
+    from privacy_ci.knowledge import KnowledgeBase
+
+__all__ = [
+    "BEST_HYBRID",
+    "RETRIEVER_NAMES",
+    "Expansion",
+    "HybridRetriever",
+    "build_retriever",
+    "definition_nodes",
+    "expand",
+    "fuse",
+]
+
+
+def fuse(
+    rankings: Sequence[Sequence[Hit]],
+    k: int = 60,
+    weights: Sequence[float] | None = None,
+    limit: int | None = None,
+) -> list[Hit]:
+    """Reciprocal rank fusion of several rankings.
+
+    Args:
+        rankings: hit lists, each best first (their scores are ignored).
+        k: the RRF constant (60 in the original paper).
+        weights: one weight per ranking (default 1.0 each).
+        limit: keep at most this many fused hits.
+
+    Returns:
+        Hits with their RRF scores, best first.
+
+    Raises:
+        ValueError: ``k`` is negative or the weights do not match the rankings.
+    """
+    if k < 0:
+        raise ValueError(f"the RRF constant must be >= 0, not {k}")
+    if weights is None:
+        weights = [1.0] * len(rankings)
+    if len(weights) != len(rankings):
+        raise ValueError(f"{len(weights)} weight(s) for {len(rankings)} ranking(s)")
+    scores: dict[str, float] = {}
+    for ranking, weight in zip(rankings, weights, strict=True):
+        seen: set[str] = set()
+        rank = 0
+        for hit in ranking:
+            if hit.node_id in seen:  # a repeated id keeps its best rank
+                continue
+            seen.add(hit.node_id)
+            rank += 1
+            scores[hit.node_id] = scores.get(hit.node_id, 0.0) + weight / (k + rank)
+    order = sorted(scores.items(), key=lambda item: -item[1])  # stable: first appearance wins ties
+    fused = [Hit(node_id, score) for node_id, score in order]
+    return fused[:limit] if limit is not None else fused
+
+
+# ---------------------------------------------------------------------------------
+# expansion
+# ---------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Expansion:
+    """How `expand` follows the knowledge base.
+
+    Args:
+        support: follow the support references of the hits' norms.
+        definitions: add the nodes defining the terms the hits' text uses.
+        decay: an added node scores ``decay * score(hit)``.
+        top: expand only the first ``top`` hits.
+        max_added: add at most this many nodes in all.
+    """
+
+    support: bool = True
+    definitions: bool = False
+    decay: float = 0.5
+    top: int = 10
+    max_added: int = 10
+
+
+_DEF_CACHE: dict[int, tuple[Any, dict[str, str]]] = {}
+
+
+def definition_nodes(kb: KnowledgeBase) -> dict[str, str]:
+    """Map each defined term of the KB to the tree node that defines it (best effort).
+
+    HIPAA definitions are nodes whose id carries the term in parentheses
+    (``160.103(Covered entity)``); elsewhere the defining node is the first whose
+    text reads ``'term' means`` (quotes optional), e.g. GDPR ``Article 4(1)``.
+
+    Args:
+        kb: the knowledge base.
+
+    Returns:
+        Term (as the dictionary spells it) -> node id; terms not found are left out.
+    """
+    hit = _DEF_CACHE.get(id(kb))
+    if hit is not None and hit[0] is kb:
+        return hit[1]
+    out: dict[str, str] = {}
+    if kb.definitions is not None:
+        tree = kb.tree
+        by_term: dict[str, str] = {}
+        for node in tree.tree_nodes():
+            m = re.search(r"\(([^()]{3,})\)$", node.id)
+            if m is not None:
+                by_term.setdefault(m.group(1).lower().replace("%20", " "), node.id)
+        for item in kb.definitions:
+            term = " ".join(item.term.replace("_", " ").split()).strip(" .:;,")
+            if not term:
+                continue
+            node_id = by_term.get(term.lower())
+            if node_id is None:
+                pattern = re.compile(rf"[‘'\"“]?{re.escape(term)}[’'\"”]?\s+means\b", re.IGNORECASE)
+                for node in tree.tree_nodes():
+                    if node.text and pattern.search(node.text):
+                        node_id = node.id
+                        break
+            if node_id is not None:
+                out[item.term] = node_id
+    _DEF_CACHE[id(kb)] = (kb, out)
+    return out
+
+
+def expand(hits: Sequence[Hit], kb: KnowledgeBase, expansion: Expansion) -> list[Hit]:
+    """Add support references and definitions of the top hits (see the module docstring).
+
+    Args:
+        hits: a ranking, best first.
+        kb: the knowledge base the ids belong to.
+        expansion: what to follow.
+
+    Returns:
+        The merged ranking, best first (original hits keep their scores).
+    """
+    from privacy_ci.knowledge import ReferenceKind
+    from privacy_ci.retrieval._bm25 import defined_terms_in
+
+    scores: dict[str, float] = {h.node_id: h.score for h in hits}
+    order: dict[str, int] = {h.node_id: i for i, h in enumerate(hits)}
+    added = 0
+    defs = definition_nodes(kb) if expansion.definitions else {}
+    for hit in hits[: expansion.top]:
+        targets: list[str] = []
+        if expansion.support:
+            norm = kb.norms.get(hit.node_id)
+            if norm is not None:
+                targets.extend(norm.reference_ids(ReferenceKind.SUPPORT))
+        if defs:
+            node = kb.tree.get(hit.node_id)
+            if node is not None:
+                for term in defined_terms_in(kb, node.text):
+                    for key, node_id in defs.items():
+                        if key.replace("_", " ").lower() == term.lower():
+                            targets.append(node_id)
+        for target in targets:
+            if target not in kb.tree.nodes or added >= expansion.max_added:
+                continue
+            value = expansion.decay * hit.score
+            if target not in scores:
+                added += 1
+                order[target] = len(order)
+                scores[target] = value
+            elif value > scores[target]:
+                scores[target] = value
+    ranked = sorted(scores, key=lambda n: (-scores[n], order[n]))
+    return [Hit(n, scores[n]) for n in ranked]
+
+
+class HybridRetriever:
+    """Reciprocal rank fusion of several retrievers, with optional KB expansion.
+
+    Args:
+        retrievers: the retrievers to fuse (same knowledge base).
+        weights: one RRF weight per retriever (default 1.0 each).
+        k_rrf: the RRF constant.
+        depth: how many hits to ask each retriever for.
+        expansion: follow support references / definitions (None: no expansion).
+        name: the name in tables.
+        kb: the knowledge base (default: the first retriever's ``kb``); needed for expansion.
+
+    Attributes:
+        name: the name.
+    """
+
+    def __init__(
+        self,
+        retrievers: Sequence[Retriever],
+        weights: Sequence[float] | None = None,
+        k_rrf: int = 60,
+        depth: int = 100,
+        expansion: Expansion | None = None,
+        name: str = "hybrid",
+        kb: KnowledgeBase | None = None,
+    ) -> None:
+        if not retrievers:
+            raise RetrievalError("a hybrid needs at least one retriever")
+        if weights is not None and len(weights) != len(retrievers):
+            raise RetrievalError(f"{len(weights)} weight(s) for {len(retrievers)} retriever(s)")
+        self.retrievers = list(retrievers)
+        self.weights = list(weights) if weights is not None else [1.0] * len(retrievers)
+        self.k_rrf = k_rrf
+        self.depth = depth
+        self.expansion = expansion
+        self.name = name
+        self.kb = kb if kb is not None else getattr(retrievers[0], "kb", None)
+        if expansion is not None and self.kb is None:
+            raise RetrievalError("expansion needs the knowledge base: pass kb=")
+
+    def retrieve(self, query: str | RetrievalQuery, k: int = 10) -> list[Hit]:
+        """Fuse the retrievers' rankings for ``query``.
+
+        Args:
+            query: free text or a `RetrievalQuery` (passed to every retriever as is).
+            k: at most this many hits.
+
+        Returns:
+            Hits with RRF (or expanded) scores, best first.
+
+        Raises:
+            EmptyQueryError: the query is empty.
+            RetrievalError: ``k`` is not positive.
+        """
+        check_k(k)
+        q = as_query(query)
+        depth = max(self.depth, k)
+        rankings = [r.retrieve(q, depth) for r in self.retrievers]
+        fused = fuse(rankings, self.k_rrf, self.weights)
+        if self.expansion is not None and self.kb is not None:
+            fused = expand(fused, self.kb, self.expansion)
+        return fused[:k]
+
+    def __repr__(self) -> str:
+        names = ", ".join(getattr(r, "name", "?") for r in self.retrievers)
+        return f"HybridRetriever({self.name!r}: {names})"
+
+
+# ---------------------------------------------------------------------------------
+# the named retrievers
+# ---------------------------------------------------------------------------------
+RETRIEVER_NAMES: tuple[str, ...] = (
+    "bm25-paper",
+    "bm25-plus",
+    "dense",
+    "dense-paper",
+    "roles",
+    "hybrid",
+)
+"""The names `build_retriever` knows (``dense-paper`` needs all-mpnet-base-v2 locally)."""
+
+BEST_HYBRID: Mapping[str, Any] = {
+    "members": ("bm25-plus", "dense"),
+    "weights": (1.0, 0.5),
+    "k_rrf": 60,
+    "expansion": None,
+}
+"""The ``hybrid`` preset: which retrievers are fused, their weights, and expansion.
+
+Chosen on the GoldCoin *synthetic* cases only (309 applicable, text and ci
+queries averaged): members from {bm25-plus, dense, roles}, weights from
+{0.5, 1, 2}, the RRF constant left at the usual 60, expansion off (it changed
+no figure at k <= 10). The real cases and the PrivaCI-Bench sets were not used
+to choose it.
+"""
+
+
+def build_retriever(
+    name: str,
+    kb: KnowledgeBase,
+    cache: bool | Path | str = True,
+    model: str | None = None,
+    _built: dict[str, Retriever] | None = None,
+) -> Retriever:
+    """Make a retriever by name.
+
+    Args:
+        name: one of `RETRIEVER_NAMES`.
+        kb: the knowledge base.
+        cache: index / embedding cache (as for `BM25Retriever`).
+        model: the embedding model of ``dense``, ``roles`` and ``hybrid`` (default MiniLM).
+        _built: retrievers already built (name -> retriever), reused by ``hybrid``.
+
+    Returns:
+        The retriever.
+
+    Raises:
+        RetrievalError: unknown name.
+        ModelUnavailableError: the embedding model is not available locally.
+    """
+    from dataclasses import replace
+
+    from privacy_ci.retrieval._bm25 import bm25_paper, bm25_plus
+    from privacy_ci.retrieval._dense import DEFAULT_MODEL, PAPER_MODEL, DenseConfig, DenseRetriever
+    from privacy_ci.retrieval._roles import RoleKeywordRetriever, RolesConfig
+
+    built = _built if _built is not None else {}
+    if name in built:
+        return built[name]
+    emb = model or DEFAULT_MODEL
+    retriever: Retriever
+    if name == "bm25-paper":
+        retriever = bm25_paper(kb, cache)
+    elif name == "bm25-plus":
+        retriever = bm25_plus(kb, cache)
+    elif name == "dense":
+        retriever = DenseRetriever(kb, DenseConfig(model=emb), cache)
+    elif name == "dense-paper":
+        retriever = DenseRetriever(
+            kb, replace(DenseConfig(), name="dense-paper", model=PAPER_MODEL), cache
+        )
+    elif name == "roles":
+        retriever = RoleKeywordRetriever(kb, RolesConfig(model=emb))
+    elif name == "hybrid":
+        members = [build_retriever(m, kb, cache, model, built) for m in BEST_HYBRID["members"]]
+        retriever = HybridRetriever(
+            members,
+            weights=BEST_HYBRID["weights"],
+            k_rrf=BEST_HYBRID["k_rrf"],
+            expansion=BEST_HYBRID["expansion"],
+            name="hybrid",
+            kb=kb,
+        )
+    else:
+        raise RetrievalError(
+            f"unknown retriever {name!r}; expected one of {', '.join(RETRIEVER_NAMES)}"
+        )
+    built[name] = retriever
+    return retriever
