@@ -271,3 +271,20 @@ def test_missing_model_is_503_and_docs_page(riverside: DocumentStore) -> None:
         r = client.post("/v1/ask", json={"question": "lipid panel"}, headers=DOCTOR)
         assert r.status_code == 503 and "model is missing" in r.json()["error"]
         assert client.get("/docs").status_code == 200
+
+
+def test_judge_endpoint_runs_a_checklist_pipeline(riverside: DocumentStore) -> None:
+    settings = ServiceSettings(jwt_key=KEY, llm_client=_scripted("Choice: B. Permitted"))
+    with TestClient(create_app(riverside, settings)) as c:
+        body = {"event": "A hospital sends a patient's lab results to her physician.", "method": "dp"}
+        res = c.post("/v1/judge", json=body, headers=DOCTOR)
+        assert res.status_code == 200, res.text
+        data = res.json()
+        assert data["verdict"] == "permit" and data["method"] == "dp"
+        assert data["backend"].startswith("scripted-test-double")
+        assert [s["name"] for s in data["steps"]] == ["decide"]
+        bad = c.post("/v1/judge", json={**body, "method": "oracle"}, headers=DOCTOR)
+        assert bad.status_code == 422 and "unknown method" in bad.text
+        assert c.post("/v1/judge", json=body).status_code == 401
+        empty = c.post("/v1/judge", json={"event": ""}, headers=DOCTOR)
+        assert empty.status_code == 422

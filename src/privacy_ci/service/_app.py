@@ -51,6 +51,8 @@ from privacy_ci.service._models import (
     DecideResponse,
     ErrorResponse,
     HealthResponse,
+    JudgeRequest,
+    JudgeResponse,
     LabelActionRequest,
     LabelOut,
     LabelsResponse,
@@ -276,6 +278,48 @@ def create_app(store: DocumentStore, settings: ServiceSettings) -> FastAPI:
         out["documents"] = [
             {"doc_id": d.doc_id, "title": d.title, "score": d.score} for d in result.admitted
         ]
+        return out
+
+    judges: dict[str, Any] = {}
+
+    @app.post("/v1/judge", response_model=JudgeResponse, tags=["checklist"], responses=_ERRORS)
+    async def judge(body: JudgeRequest, c: Claims) -> dict[str, Any]:
+        """Judge a flow with a Privacy Checklist pipeline (any verified requester).
+
+        The verdict is advice about a regulation; it never grants access to a document.
+        """
+        from privacy_ci.judging import METHODS, Event, build_method
+
+        if body.method not in METHODS:
+            raise RequestValidationError(
+                [
+                    {
+                        "loc": ("body", "method"),
+                        "msg": f"unknown method; expected one of {', '.join(METHODS)}",
+                        "type": "value_error",
+                    }
+                ]
+            )
+        try:
+            method = judges.get(body.method)
+            if method is None:
+                from privacy_ci.llm import make_client
+
+                client = settings.llm_client or make_client()
+                method = judges[body.method] = build_method(body.method, client)
+            event = Event(
+                text=body.event,
+                sender_role=body.sender_role,
+                recipient_role=body.recipient_role,
+                subject_role=body.subject_role,
+                information_type=body.information_type,
+                purpose=body.purpose,
+                consent_form=body.consent_form,
+            )
+            judgment = await method.judge(event)
+        except PrivacyCIError as exc:  # e.g. the model or the data is not installed
+            raise Unavailable(f"the judging pipeline is unavailable: {exc}") from None
+        out: dict[str, Any] = judgment.as_dict()
         return out
 
     @app.get("/v1/labels", response_model=LabelsResponse, tags=["labels"], responses=_ERRORS)

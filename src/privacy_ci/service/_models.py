@@ -41,6 +41,34 @@ class AskRequest(_Body):
     k: int = Field(3, ge=1, le=20, description="How many documents to retrieve (1-20).")
 
 
+class JudgeRequest(_Body):
+    """Judge an information flow against HIPAA with a Privacy Checklist pipeline."""
+
+    event: str = Field(min_length=1, max_length=50_000, description="The event or case text.")
+    method: str = Field(
+        "bm25-content",
+        description="dp | cot-auto | cot-manual | agent-id | bm25-content | ci-es-content",
+    )
+    sender_role: str | None = Field(None, max_length=500)
+    recipient_role: str | None = Field(None, max_length=500)
+    subject_role: str | None = Field(None, max_length=500)
+    information_type: str | None = Field(None, max_length=500)
+    purpose: str | None = Field(None, max_length=500)
+    consent_form: str | None = Field(None, max_length=500)
+
+
+class JudgeResponse(BaseModel):
+    """The verdict (null when the model's answer could not be parsed) and its trace."""
+
+    method: str
+    verdict: str | None
+    cited_ids: list[str]
+    rationale: str
+    backend: str
+    error: str | None
+    steps: list[dict[str, Any]]
+
+
 class LabelActionRequest(_Body):
     """Approve or revoke a label."""
 
