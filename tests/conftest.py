@@ -11,6 +11,10 @@ from privacy_ci.conductor import Corpus, Gate, load_corpus
 
 REPO = Path(__file__).resolve().parents[1]
 
+# A relative PRIVACY_CI_DATA (CI passes ../shared/data) must survive tests that chdir.
+if os.environ.get("PRIVACY_CI_DATA"):
+    os.environ["PRIVACY_CI_DATA"] = str(Path(os.environ["PRIVACY_CI_DATA"]).resolve())
+
 
 @pytest.fixture(scope="session")
 def corpus() -> Corpus:
