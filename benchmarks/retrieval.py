@@ -126,7 +126,7 @@ def bench_recall(kb: Any, runs: list[tuple[str, str]]) -> dict[str, dict[str, An
         results = evaluate_many(
             retrievers,
             load_eval_cases(dataset),
-            query=query,  # type: ignore[arg-type]
+            query="ci" if query == "ci" else "text",
             dataset=dataset,
         )
         print(f"\n{dataset}, query={query}:\n{format_results(results)}", flush=True)

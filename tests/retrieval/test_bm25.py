@@ -180,6 +180,7 @@ def test_index_cache_round_trip_and_invalidation(toy: KnowledgeBase, tmp_path: P
     (rebuilt.cache_path / "ids.json").write_text("[]", encoding="utf-8")
     again = bm25_plus(changed, cache=tmp_path)
     assert not again.loaded_from_cache and again.retrieve("signed", 1)[0].node_id == "2(b)"
+    assert bm25_plus(changed, cache=tmp_path).loaded_from_cache  # and the entry was repaired
 
 
 def test_default_cache_goes_to_the_cache_dir(

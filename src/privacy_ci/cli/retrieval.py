@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import typer
 
@@ -88,7 +88,8 @@ def eval_command(
         if limit is not None:
             cases = cases[: max(0, limit)]
         retrievers = _build(names, kb, model, strict=bool(retriever))
-        results = evaluate_many(retrievers, cases, query=query, dataset=dataset)  # type: ignore[arg-type]
+        mode: Literal["text", "ci"] = "ci" if query == "ci" else "text"
+        results = evaluate_many(retrievers, cases, query=mode, dataset=dataset)
         if as_json:
             print_json({r.name: r.row() for r in results})
             return

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import time
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -462,6 +463,8 @@ class BM25Retriever:
         if self.model is None:
             self._build()
             if self.cache_path is not None:
+                if self.cache_path.exists():  # a damaged entry: replace it
+                    shutil.rmtree(self.cache_path, ignore_errors=True)
                 self._save(self.cache_path)
                 prune_stale(self.cache_path.parent, family, self.cache_path.name)
         self._prepare()
@@ -622,7 +625,8 @@ class BM25Retriever:
 
 
 def _config_json(config: BM25Config) -> dict[str, Any]:
-    return json.loads(json.dumps(asdict(config), default=str))  # type: ignore[no-any-return]
+    out: dict[str, Any] = json.loads(json.dumps(asdict(config), default=str))
+    return out
 
 
 def bm25_paper(kb: KnowledgeBase, cache: bool | Path | str = True) -> BM25Retriever:

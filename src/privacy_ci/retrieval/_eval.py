@@ -319,7 +319,8 @@ def _tree_of(retriever: Any, tree: RegulationTree | None) -> RegulationTree:
         raise RetrievalError(
             f"retriever {getattr(retriever, 'name', retriever)!r} has no .kb; pass tree="
         )
-    return found  # type: ignore[no-any-return]
+    tree_found: RegulationTree = found
+    return tree_found
 
 
 def evaluate_retrieval(
