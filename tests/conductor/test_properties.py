@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from privacy_ci.conductor import Corpus, Effect, Gate, Label, Rule
+from privacy_ci.conductor import Corpus, Effect, Gate, Label, Requester, Rule
 
 ROLES = ["Doctor", "Nurse", "Billing Specialist", "HR Manager", "IT Contractor", "Patient"]
 LOOKALIKES = ["D\u043ector", "Nurs\u0435", "Doctor\u200b", "\uff24octor", "doctor", "DOCTOR"]
@@ -23,8 +23,12 @@ acl_value = st.one_of(
     st.sampled_from(JUNK),
     st.text(max_size=20),
 )
+# derandomize: CI explores the same 400 examples every run (set it False locally to explore)
 SETTINGS = settings(
-    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=400,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 
 
@@ -122,17 +126,29 @@ def test_malformed_requesters_are_denied(
     }
     if drop:
         raw.pop(drop)
+    auth = corpus.policy.authoritative_context
+    # a requester with a valid active role, held, acting where it is authoritative
+    proper = (
+        isinstance(role, str)
+        and role in auth
+        and context == auth[role]
+        and isinstance(held, list)
+        and role in held
+        and drop not in ("id", "roles", "active_role", "active_context")
+    )
     for doc in ("RMC-LAB-001", "RMC-PUB-001"):
-        decision = gate.decide(raw, corpus.label(doc))
-        proper = (
-            role == "Doctor"
-            and context == "Medical"
-            and isinstance(held, list)
-            and "Doctor" in held
-            and drop not in ("id", "roles", "active_role", "active_context")
-        )
+        label = corpus.label(doc)
+        decision = gate.decide(raw, label)
         if proper:
-            assert decision.permitted
+            # then the label decides, exactly as for a well-formed requester
+            clean = Requester(
+                id="D01",
+                roles=frozenset(held),
+                active_role=role,
+                active_context=context,
+                assignments=frozenset() if drop == "assignments" else frozenset({"P01"}),
+            )
+            assert decision == gate.decide(clean, label)
         else:
             assert not decision.permitted
             assert decision.rule in (Rule.NO_ACTIVE_ROLE, Rule.ROLE_NOT_AUTHORITATIVE), raw
