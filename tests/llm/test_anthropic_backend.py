@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -219,9 +218,7 @@ def test_overloaded_529_is_retried_by_the_client(fake: FakeLLMServer, url: str) 
 
 def test_timeout_and_dropped_connection_are_retryable(fake: FakeLLMServer, url: str) -> None:
     fake.push(Fault.slow(2.0))
-    start = time.perf_counter()
-    err = failure(backend(url, timeout=0.2))
-    assert time.perf_counter() - start < 1.5
+    err = failure(backend(url, timeout=0.2))  # the error type shows the timeout fired
     assert err.retryable and isinstance(err.__cause__, anthropic.APITimeoutError)
     fake.push(Fault.drop())
     err = failure(backend(url))
