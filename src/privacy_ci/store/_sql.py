@@ -322,47 +322,50 @@ class Database:
     @contextmanager
     def write(self) -> Iterator[Database]:
         """A serialised write transaction: commit on success, roll back on error."""
+        if self.engine == "sqlite":
+            begin: tuple[tuple[str, tuple[Any, ...]], ...] = (("BEGIN IMMEDIATE", ()),)
+        else:
+            begin = (("BEGIN", ()), ("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,)))
+        with self._transaction(begin, commit=True):
+            yield self
+
+    @contextmanager
+    def read(self) -> Iterator[Database]:
+        """A consistent read snapshot (rolled back at the end: it changes nothing)."""
+        statement = "BEGIN" if self.engine == "sqlite" else "BEGIN ISOLATION LEVEL REPEATABLE READ"
+        with self._transaction(((statement, ()),), commit=False):
+            yield self
+
+    @contextmanager
+    def _transaction(
+        self, begin: tuple[tuple[str, tuple[Any, ...]], ...], *, commit: bool
+    ) -> Iterator[None]:
+        """Open a transaction, or join the one already open on this connection.
+
+        Args:
+            begin: the statements that open it.
+            commit: commit on success (writes) or always roll back (reads); a
+                failure always rolls back.
+        """
         with self._lock:
             if self._depth:
                 self._depth += 1
                 try:
-                    yield self
+                    yield
                 finally:
                     self._depth -= 1
                 return
-            if self.engine == "sqlite":
-                self._conn.execute("BEGIN IMMEDIATE")
-            else:
-                self._conn.execute("BEGIN")
-                self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+            for sql, params in begin:
+                if params:
+                    self._conn.execute(sql, params)
+                else:
+                    self._conn.execute(sql)
             self._depth = 1
             try:
-                yield self
+                yield
             except BaseException:
                 self._depth = 0
                 self._conn.execute("ROLLBACK")
                 raise
             self._depth = 0
-            self._conn.execute("COMMIT")
-
-    @contextmanager
-    def read(self) -> Iterator[Database]:
-        """A consistent read snapshot (rolled back at the end: it changes nothing)."""
-        with self._lock:
-            if self._depth:
-                self._depth += 1
-                try:
-                    yield self
-                finally:
-                    self._depth -= 1
-                return
-            if self.engine == "sqlite":
-                self._conn.execute("BEGIN")
-            else:
-                self._conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
-            self._depth = 1
-            try:
-                yield self
-            finally:
-                self._depth = 0
-                self._conn.execute("ROLLBACK")
+            self._conn.execute("COMMIT" if commit else "ROLLBACK")
