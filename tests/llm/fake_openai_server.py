@@ -470,7 +470,10 @@ def running_server(app: Any) -> Iterator[str]:
     Yields:
         The base URL, e.g. ``http://127.0.0.1:54321`` (OpenAI clients add ``/v1``).
     """
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY on accepted connections only
+    # when the listening socket's proto is IPPROTO_TCP; with proto 0 every response
+    # (headers, then body) waits ~40 ms for the client's delayed ACK (Nagle).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
