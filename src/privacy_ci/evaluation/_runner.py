@@ -26,15 +26,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import datetime as _dt
 import hashlib
 import json
 import os
-import platform
-import queue
-import subprocess
 import tempfile
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -42,7 +37,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from privacy_ci import __version__
+from privacy_ci._durable import (
+    RecordWriter,
+    code_version,
+    fsync_dir,
+    now_iso,
+    read_records,
+    write_json_atomic,
+)
 from privacy_ci.cases import Case, Dataset, load_dataset
 from privacy_ci.errors import PrivacyCIError
 from privacy_ci.evaluation._baselines import baseline_scores
@@ -112,56 +114,8 @@ def case_event(case: Case) -> Event:
 # ---------------------------------------------------------------------------------
 # small helpers
 # ---------------------------------------------------------------------------------
-def _now() -> str:
-    return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
-
-
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _git_commit() -> str | None:
-    """The checkout's HEAD commit, when the package runs from a git checkout."""
-    here = Path(__file__).resolve().parent
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=here,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    commit = out.stdout.strip()
-    return commit if out.returncode == 0 and len(commit) == 40 else None
-
-
-def _write_json_atomic(path: Path, payload: Any) -> None:
-    data = json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(folder: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -171,138 +125,6 @@ def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
             out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
         return out or {prefix: {}}
     return {prefix: value}
-
-
-# ---------------------------------------------------------------------------------
-# records
-# ---------------------------------------------------------------------------------
-@dataclass
-class RecordsRead:
-    """What `read_records` found in a records file.
-
-    Args:
-        records: the complete records, in file order.
-        valid_bytes: the length of the file's well-formed prefix.
-        discarded: bytes of a partial last record (cut short by a kill), if any.
-    """
-
-    records: list[dict[str, Any]]
-    valid_bytes: int
-    discarded: int
-
-
-def read_records(path: Path | str) -> RecordsRead:
-    """Read a ``records.jsonl``, tolerating a partially written last line.
-
-    A last line without its newline, or whose text is not a JSON object, is
-    reported in ``discarded`` (its case was in flight when the run stopped). A
-    malformed line before the last one means the file was damaged otherwise.
-
-    Args:
-        path: the file (a missing file reads as empty).
-
-    Returns:
-        The `RecordsRead`.
-
-    Raises:
-        PrivacyCIError: a malformed line before the last, or a record without ``case_id``.
-    """
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return RecordsRead([], 0, 0)
-    records: list[dict[str, Any]] = []
-    offset = 0
-    *complete, _tail = data.split(b"\n")  # _tail: bytes after the last newline
-    for number, raw in enumerate(complete, start=1):
-        try:
-            record = json.loads(raw.decode("utf-8"))
-            if not isinstance(record, dict) or "case_id" not in record:
-                raise ValueError("not a record")
-        except (UnicodeDecodeError, ValueError):
-            if number == len(complete) and not _tail:
-                break  # a last line that is not a record: treat it as cut short
-            raise PrivacyCIError(
-                f"{path}: line {number} is not a run record; the file is damaged "
-                "(remove the line, or start a new run in another folder)"
-            ) from None
-        records.append(record)
-        offset += len(raw) + 1
-    return RecordsRead(records, offset, len(data) - offset)
-
-
-class _RecordWriter:
-    """Appends one JSON line per record from a writer thread, with group commit.
-
-    `write` hands the line to the thread and waits until it is on disk: the thread
-    writes every line queued so far, fsyncs once, then releases their writers, so
-    the event loop never blocks on the disk and concurrent cases share fsyncs.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        self._queue: queue.SimpleQueue[tuple[bytes, Callable[[BaseException | None], None]] | None]
-        self._queue = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name="eval-record-writer", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            batch = [item]
-            stop = False
-            while True:
-                try:
-                    more = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None:
-                    stop = True
-                    break
-                batch.append(more)
-            error: BaseException | None = None
-            try:
-                for data, _ in batch:
-                    view = memoryview(data)
-                    while view:
-                        view = view[os.write(self._fd, view) :]
-                os.fsync(self._fd)
-            except BaseException as exc:  # reported to every waiting writer
-                error = exc
-            for _, done in batch:
-                done(error)
-            if stop:
-                return
-
-    async def write(self, record: Mapping[str, Any]) -> None:
-        """Append `record` as one line; returns once it is fsynced."""
-        line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
-
-        def done(error: BaseException | None) -> None:
-            def settle() -> None:
-                if future.done():
-                    return
-                if error is None:
-                    future.set_result(None)
-                else:
-                    future.set_exception(error)
-
-            with contextlib.suppress(RuntimeError):  # the loop closed (the run was cancelled)
-                loop.call_soon_threadsafe(settle)
-
-        self._queue.put((line, done))
-        await future
-
-    def close(self) -> None:
-        self._queue.put(None)
-        self._thread.join()
-        os.close(self._fd)
 
 
 def _record(
@@ -327,7 +149,7 @@ def _record(
         "rationale": judgment.rationale,
         "steps": data["steps"],
         "elapsed_s": round(elapsed, 4),
-        "finished_at": _now(),
+        "finished_at": now_iso(),
     }
 
 
@@ -398,7 +220,7 @@ def compute_metrics(
         "scores": score_run(pairs, task, bootstrap=bootstrap, seed=seed).as_dict(),
         "baselines": baseline_scores(scored, dataset.protocol, bootstrap=bootstrap, seed=seed),
         "usage": _usage_from_records([by_id[c.id] for c in scored]),
-        "generated_at": _now(),
+        "generated_at": now_iso(),
     }
 
 
@@ -614,14 +436,6 @@ def _select(dataset: Dataset, limit: int | None, seed: int) -> Dataset:
     return dataset.sample(limit, seed=seed)
 
 
-def _code_version() -> dict[str, Any]:
-    return {
-        "privacy_ci": __version__,
-        "git_commit": _git_commit(),
-        "python": platform.python_version(),
-    }
-
-
 async def run_eval(
     method: Method,
     dataset: Dataset | str,
@@ -744,8 +558,8 @@ async def run_eval(
             "prompts": identity["prompts"],
             "knowledge_base": identity["knowledge_base"],
             "concurrency": concurrency,
-            "code": _code_version(),
-            "started_at": _now(),
+            "code": code_version(),
+            "started_at": now_iso(),
             "ended_at": None,
             "status": "running",
             "sessions": [],
@@ -776,17 +590,17 @@ async def run_eval(
     pending = [(i, c) for i, c in enumerate(cases) if c.id not in done]
 
     session: dict[str, Any] = {
-        "started_at": _now(),
+        "started_at": now_iso(),
         "ended_at": None,
         "resumed": len(done),
         "pending": len(pending),
         "discarded_bytes": read.discarded,
         "concurrency": concurrency,
-        "code": _code_version(),
+        "code": code_version(),
     }
     manifest["sessions"].append(session)
     manifest["status"] = "running"
-    _write_json_atomic(manifest_path, manifest)
+    write_json_atomic(manifest_path, manifest)
 
     bar = _Progress(progress, len(cases), len(done), f"{method.name} on {selected.name}")
     hooked = client is not None
@@ -805,7 +619,7 @@ async def run_eval(
     fallback_backend = (
         f"{model_info.get('provider')}:{model_info.get('model')}" if model_info else ""
     )
-    writer = _RecordWriter(records_path)
+    writer = RecordWriter(records_path)
     semaphore = asyncio.Semaphore(concurrency)
     new_records: list[dict[str, Any]] = []
     start = time.perf_counter()
@@ -847,9 +661,9 @@ async def run_eval(
     if not metrics["backend"] and fallback_backend:
         metrics["backend"] = fallback_backend
         metrics["test_double"] = metrics["test_double"] or is_test_double(fallback_backend)
-    _write_json_atomic(out / METRICS_FILE, metrics)
+    write_json_atomic(out / METRICS_FILE, metrics)
 
-    session["ended_at"] = _now()
+    session["ended_at"] = now_iso()
     session["judged"] = len(new_records)
     session["wall_s"] = round(wall, 3)
     if client is not None and usage_before is not None:
@@ -857,7 +671,7 @@ async def run_eval(
     manifest["ended_at"] = session["ended_at"]
     manifest["status"] = "complete" if metrics["complete"] else "incomplete"
     manifest["usage"] = _sum_usage(manifest["sessions"], metrics["usage"])
-    _write_json_atomic(manifest_path, manifest)
+    write_json_atomic(manifest_path, manifest)
     return RunResult(
         out_dir=out,
         manifest=manifest,
@@ -880,7 +694,7 @@ def _rewrite_records(path: Path, records: Sequence[Mapping[str, Any]]) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 _USAGE_KEYS = (
