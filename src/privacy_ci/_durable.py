@@ -215,3 +215,22 @@ class RecordWriter:
         self._queue.put(None)
         self._thread.join()
         os.close(self._fd)
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out or {prefix: {}}
+    return {prefix: value}
+
+
+def differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """One line per leaf key whose value differs between two manifests' identities."""
+    a, b = _flatten(old), _flatten(new)
+    out = []
+    for key in sorted(set(a) | set(b)):
+        if a.get(key, "<absent>") != b.get(key, "<absent>"):
+            out.append(f"{key}: {a.get(key, '<absent>')!r} there, {b.get(key, '<absent>')!r} now")
+    return out

@@ -8,7 +8,18 @@ from __future__ import annotations
 import typer
 
 from privacy_ci import __version__
-from privacy_ci.cli import conductor, data, demo, evaluate, judge, kb, llm, retrieval, serve
+from privacy_ci.cli import (
+    conductor,
+    data,
+    demo,
+    evaluate,
+    judge,
+    kb,
+    label,
+    llm,
+    retrieval,
+    serve,
+)
 
 app = typer.Typer(
     name="privacy-ci",
@@ -19,6 +30,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(conductor.app, name="conductor")
+app.add_typer(label.app, name="label")
 app.add_typer(data.app, name="data")
 app.add_typer(kb.app, name="kb")
 app.add_typer(llm.app, name="llm")

@@ -40,6 +40,7 @@ from typing import Any
 from privacy_ci._durable import (
     RecordWriter,
     code_version,
+    differences,
     fsync_dir,
     now_iso,
     read_records,
@@ -116,15 +117,6 @@ def case_event(case: Case) -> Event:
 # ---------------------------------------------------------------------------------
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(value, Mapping):
-        out: dict[str, Any] = {}
-        for k, v in value.items():
-            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
-        return out or {prefix: {}}
-    return {prefix: value}
 
 
 def _record(
@@ -319,15 +311,6 @@ def _identity(
         "prompts": dict(prompts),
         "knowledge_base": kb_hash,
     }
-
-
-def _differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    a, b = _flatten(old), _flatten(new)
-    out = []
-    for key in sorted(set(a) | set(b)):
-        if a.get(key, "<absent>") != b.get(key, "<absent>"):
-            out.append(f"{key}: {a.get(key, '<absent>')!r} there, {b.get(key, '<absent>')!r} now")
-    return out
 
 
 # ---------------------------------------------------------------------------------
@@ -530,7 +513,7 @@ async def run_eval(
             raise PrivacyCIError(f"{manifest_path}: not a readable run manifest ({exc})") from None
         old = manifest.get("identity")
         if old != identity:
-            diffs = _differences(old or {}, identity)
+            diffs = differences(old or {}, identity)
             raise RunMismatch(
                 f"refusing to resume {out}: it holds a different run "
                 f"({'; '.join(diffs[:8])}{'; ...' if len(diffs) > 8 else ''}). "

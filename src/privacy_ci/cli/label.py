@@ -1,0 +1,323 @@
+"""`privacy-ci label ...`: the Conductor's labeling experiment (an LLM writes the labels).
+
+    privacy-ci label run --draws 5 --out runs/label-smollm2           # embedded model
+    privacy-ci label run --provider openai-compatible --base-url http://127.0.0.1:8000/v1 \\
+        --model qwen2.5-7b --out runs/label-qwen
+    privacy-ci label report runs/label-smollm2 runs/label-qwen        # Tables VII-IX
+    privacy-ci label prompt RMC-LAB-001                               # what the model sees
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from privacy_ci.cli._common import console, print_json, user_errors
+from privacy_ci.cli.llm import llm_overrides
+
+if TYPE_CHECKING:
+    from privacy_ci.labeling import LabelingReport
+
+app = typer.Typer(
+    help="Conductor labeling experiment: an LLM labels the documents; the gate shows the cost.",
+    no_args_is_help=True,
+)
+
+CorpusOpt = typer.Option(
+    None,
+    "--corpus",
+    help="Corpus folder (policy, agents, labels, assignments). Default: Riverside.",
+)
+JsonOpt = typer.Option(False, "--json", help="Print JSON instead of tables.")
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.0f}%"
+
+
+def _ratio(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def render_reports(reports: list[LabelingReport]) -> None:
+    """Tables VII, VIII and IX, attribution and controls, one row per configuration."""
+    from rich.table import Table
+
+    first = reports[0]
+    console.print(
+        f"authored policy: {first.authored_permits} permit / {first.authored_denies} deny"
+        f" of {first.flows:,} flows",
+        highlight=False,
+    )
+    t7 = Table(title="Table VII: label conformance against the authored policy (draw 1)")
+    for col in ("configuration", "backend", "Tier", "ACL", "PV", "OB", "O:U", "failed"):
+        t7.add_column(col, justify="left" if col in ("configuration", "backend") else "right")
+    for r in reports:
+        c = r.conformance
+        t7.add_row(
+            r.name,
+            r.backend + (" (test double)" if r.test_double else ""),
+            _pct(c.tier_rate),
+            _pct(c.acl_rate),
+            str(c.privacy_violations),
+            str(c.over_blocks),
+            _ratio(c.over_under),
+            str(c.failures),
+        )
+    console.print(t7)
+    multi = [r for r in reports if r.stability is not None]
+    if multi:
+        t8 = Table(title="Table VIII: self-consistency across draws")
+        for col in ("configuration", "draws", "Tier", "ACL", "All", "Unstable", "UUD"):
+            t8.add_column(col, justify="left" if col == "configuration" else "right")
+        t9 = Table(title="Table IX: induced privacy violations per draw")
+        most = max(r.draws for r in multi)
+        t9.add_column("configuration")
+        for n in range(1, most + 1):
+            t9.add_column(f"Draw {n}", justify="right")
+        for col in ("Min", "Max", "Range", "majority vote"):
+            t9.add_column(col, justify="right")
+        for r in multi:
+            s = r.stability
+            assert s is not None
+            d = s.as_dict()
+            t8.add_row(
+                r.name,
+                str(s.draws),
+                _pct(d["tier_stability"]),
+                _pct(d["acl_stability"]),
+                _pct(d["all_stability"]),
+                str(s.unstable_flows),
+                str(s.unstable_denied),
+            )
+            per = [str(v) for v in s.violations_per_draw] + [""] * (most - s.draws)
+            vote = "—" if r.ensemble is None else str(r.ensemble.privacy_violations)
+            t9.add_row(
+                r.name,
+                *per,
+                str(d["violations_min"]),
+                str(d["violations_max"]),
+                str(d["violations_range"]),
+                vote,
+            )
+        console.print(t8)
+        console.print(t9)
+    ta = Table(title="Attribution by counterfactual flip-back (draw 1)")
+    ta.add_column("configuration")
+    ta.add_column("induced")
+    ta.add_column("field restored alone -> authored decision")
+    for r in reports:
+        for kind, counts in r.attribution.items():
+            text = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none induced"
+            ta.add_row(r.name, kind.replace("_", " "), text)
+    console.print(ta)
+    tc = Table(title="Controls (draw 1)")
+    tc.add_column("configuration")
+    tc.add_column("tier conformance by authored tier")
+    tc.add_column("inert field (extra_sensitive inverted)")
+    for r in reports:
+        cue = ", ".join(
+            f"{tier} {_pct(row['tier_conformance'])} of {row['documents']}"
+            for tier, row in r.tier_cue.items()
+        )
+        inert = r.inert_field
+        tc.add_row(
+            r.name,
+            cue,
+            f"{inert['decisions_changed']} of {inert['flows']:,} changed;"
+            f" permits {inert['permits_before']} -> {inert['permits_after']}",
+        )
+    console.print(tc)
+    for r in reports:
+        if r.failures:
+            console.print(
+                f"[yellow]{r.name}: {len(r.failures)} label(s) failed and deny every request"
+                f" for their document[/]; first: {r.failures[0]['doc_id']} draw"
+                f" {r.failures[0]['draw']}: {r.failures[0]['failure']}",
+                highlight=False,
+            )
+        if r.test_double:
+            console.print(
+                f"[red]{r.name}: produced by the scripted test double, not a model[/]",
+                highlight=False,
+            )
+
+
+@app.command("run")
+def run_command(
+    out: Path = typer.Option(..., "--out", "-o", help="Run folder (resumed when it exists)."),
+    draws: int = typer.Option(5, "--draws", help="Complete relabelings of the corpus."),
+    provider: str | None = typer.Option(
+        None, help="embedded | openai-compatible | openai | anthropic (default: config)."
+    ),
+    model: str | None = typer.Option(None, help="Model name."),
+    base_url: str | None = typer.Option(None, "--base-url", help="Server URL (OpenAI-compatible)."),
+    temperature: float | None = typer.Option(None, help="Sampling temperature (default 0)."),
+    max_tokens: int | None = typer.Option(None, "--max-tokens"),
+    seed: int | None = typer.Option(None, help="Sampling seed (default 0)."),
+    concurrency: int = typer.Option(8, "--concurrency", "-c", help="Documents in flight."),
+    docs: str | None = typer.Option(
+        None, "--docs", help="Comma-separated document ids (default: every document)."
+    ),
+    name: str | None = typer.Option(None, "--name", help="Name in reports (default: backend)."),
+    system_prompt: Path | None = typer.Option(
+        None, "--system-prompt", help="Your own system prompt file (default: the paper's)."
+    ),
+    retry_failures: bool = typer.Option(
+        False, "--retry-failures", help="On resume, label again the draws that failed."
+    ),
+    corpus_dir: Path | None = CorpusOpt,
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the cache."),
+    config_file: Path | None = typer.Option(None, "--config", help="A privacy-ci.toml file."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Label every document DRAWS times with a model, then report what the gate does."""
+    with user_errors():
+        from privacy_ci.conductor import load_corpus
+        from privacy_ci.errors import PrivacyCIError
+        from privacy_ci.labeling import Labeler, analyze_run, prompt_from_file, run_labeling
+        from privacy_ci.llm import GenerationSettings, load_llm_config, make_client
+
+        if draws < 1 or concurrency < 1:
+            raise PrivacyCIError("--draws and --concurrency must be at least 1")
+        corpus = load_corpus(corpus_dir)
+        config = load_llm_config(
+            llm_overrides(
+                provider, model, base_url, temperature, max_tokens, seed, concurrency, no_cache
+            ),
+            config_file,
+        )
+        settings = GenerationSettings(
+            temperature=config.temperature,
+            top_p=config.top_p,
+            max_tokens=config.max_tokens,
+            seed=config.seed,
+        )
+        client = make_client(config)
+        labeler = Labeler(
+            client,
+            corpus,
+            system_prompt=None if system_prompt is None else prompt_from_file(system_prompt),
+            settings=settings,
+        )
+        ids = None if docs is None else [d.strip() for d in docs.split(",") if d.strip()]
+        total = draws * (len(ids) if ids is not None else len(corpus.labels))
+        seen = {"n": 0, "failed": 0}
+
+        def progress(record: Any) -> None:
+            seen["n"] += 1
+            seen["failed"] += not record.ok
+            if not as_json and (seen["n"] % 25 == 0 or not record.ok):
+                note = (
+                    "" if record.ok else f"  FAILED {record.doc_id}#{record.draw}: {record.failure}"
+                )
+                console.print(
+                    f"[dim]labeled {seen['n']} new ({seen['failed']} failed){note}[/]",
+                    highlight=False,
+                )
+
+        async def go() -> Any:
+            try:
+                return await run_labeling(
+                    labeler,
+                    out,
+                    draws=draws,
+                    concurrency=concurrency,
+                    doc_ids=ids,
+                    name=name,
+                    retry_failures=retry_failures,
+                    on_record=progress,
+                )
+            finally:
+                await client.aclose()
+
+        run = asyncio.run(go())
+        if not as_json:
+            console.print(
+                f"{len(run.records)} of {total} labels in {out} ({seen['n']} new);"
+                f" backend {labeler.backend}",
+                highlight=False,
+            )
+        if ids is not None:
+            if as_json:
+                print_json({"folder": str(out), "labels": [r.as_dict() for r in run.records]})
+            else:
+                console.print("a subset of documents: run `label report --partial` to analyse it")
+            return
+        report = analyze_run(run, corpus)
+        if as_json:
+            print_json(report.as_dict())
+        else:
+            render_reports([report])
+
+
+@app.command("report")
+def report_command(
+    runs: list[Path] = typer.Argument(None, help="Labeling run folders."),
+    labels: list[Path] = typer.Option(
+        None,
+        "--labels",
+        help="A label file to compare as one configuration of one draw (repeatable).",
+    ),
+    partial: bool = typer.Option(
+        False, "--partial", help="Analyse unfinished runs (missing labels count as failed)."
+    ),
+    markdown: Path | None = typer.Option(None, "--markdown", help="Also write a Markdown file."),
+    corpus_dir: Path | None = CorpusOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Tables VII-IX, attribution and controls for labeling runs (and label files)."""
+    with user_errors():
+        from privacy_ci.conductor import load_corpus, load_labels
+        from privacy_ci.errors import PrivacyCIError
+        from privacy_ci.labeling import analyze_run, load_labeling_run, run_from_labels
+        from privacy_ci.labeling._report import markdown_report
+
+        if not runs and not labels:
+            raise PrivacyCIError("give at least one run folder or --labels file")
+        corpus = load_corpus(corpus_dir)
+        loaded = [load_labeling_run(folder) for folder in runs or []]
+        loaded += [
+            run_from_labels([load_labels(path)], name=path.name, backend=f"label file {path}")
+            for path in labels or []
+        ]
+        reports = [analyze_run(run, corpus, allow_partial=partial) for run in loaded]
+        if markdown is not None:
+            markdown.parent.mkdir(parents=True, exist_ok=True)
+            markdown.write_text(markdown_report(reports), encoding="utf-8")
+        if as_json:
+            print_json({"configurations": [r.as_dict() for r in reports]})
+        else:
+            render_reports(reports)
+            if markdown is not None:
+                console.print(f"wrote {markdown}")
+
+
+@app.command("prompt")
+def prompt_command(
+    doc: str = typer.Argument(..., help="Document id, e.g. RMC-LAB-001."),
+    corpus_dir: Path | None = CorpusOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Show exactly what the labeler is sent for a document (and the output schema)."""
+    with user_errors():
+        from privacy_ci.conductor import load_corpus
+        from privacy_ci.labeling import label_schema, load_labeler_prompt
+        from privacy_ci.labeling._labeler import render_user_prompt
+
+        corpus = load_corpus(corpus_dir)
+        system_text = load_labeler_prompt("labeler_system").text
+        user_text = render_user_prompt(corpus, doc)
+        schema = label_schema(corpus.policy)
+        if as_json:
+            print_json({"system": system_text, "user": user_text, "schema": schema})
+            return
+        console.rule("system")
+        console.print(system_text, markup=False, highlight=False)
+        console.rule("user")
+        console.print(user_text, markup=False, highlight=False)
+        console.rule("schema")
+        print_json(schema)

@@ -1,0 +1,73 @@
+"""The labeling experiment of the Privacy Conductor (sections V-C to VI-D): an LLM
+writes the document labels instead of the Policy Authority's annotator, and the
+same deterministic gate shows what that does to the enforced policy.
+
+    from privacy_ci.conductor import load_corpus
+    from privacy_ci.labeling import Labeler, analyze_run, run_labeling
+    from privacy_ci.llm import make_client
+
+    corpus = load_corpus()
+    run = await run_labeling(Labeler(make_client(), corpus), "runs/label-smollm2", draws=5)
+    report = analyze_run(run, corpus)       # Tables VII-IX, attribution, controls
+    report.conformance.privacy_violations   # flows the model's labels release
+
+Prompts (Appendix C) are files under ``labeling/prompts/``.
+"""
+
+from privacy_ci.labeling._analysis import (
+    Adjudicator,
+    Conformance,
+    LabelingReport,
+    Stability,
+    analyze_run,
+    attribute,
+    conformance,
+)
+from privacy_ci.labeling._labeler import (
+    PARSE_RETRIES,
+    Labeler,
+    LabelingRun,
+    LabelingRunMismatch,
+    LabelRecord,
+    load_labeling_run,
+    run_from_labels,
+    run_labeling,
+    subject_name,
+)
+from privacy_ci.labeling._prompts import LabelerPrompt, load_labeler_prompt, prompt_from_file
+from privacy_ci.labeling._schema import (
+    MODEL_FIELDS,
+    LabelOutputError,
+    ProposedLabel,
+    label_schema,
+    parse_proposed,
+    substitute,
+)
+
+__all__ = [
+    "MODEL_FIELDS",
+    "PARSE_RETRIES",
+    "Adjudicator",
+    "Conformance",
+    "LabelOutputError",
+    "LabelRecord",
+    "Labeler",
+    "LabelerPrompt",
+    "LabelingReport",
+    "LabelingRun",
+    "LabelingRunMismatch",
+    "ProposedLabel",
+    "Stability",
+    "analyze_run",
+    "attribute",
+    "conformance",
+    "label_schema",
+    "load_labeler_prompt",
+    "load_labeling_run",
+    "parse_proposed",
+    "prompt_from_file",
+    "run_from_labels",
+    "run_labeling",
+    "subject_name",
+    "substitute",
+]

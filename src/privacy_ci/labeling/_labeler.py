@@ -1,0 +1,507 @@
+"""The labeler (section V-C): a model writes each document's label once per draw,
+from the document's title, type, subject name and full content, never from the
+authored tier, ACL, extra-sensitive flag, requesters or assignments.
+
+A run is a folder, like an evaluation run: ``manifest.json`` (what was asked of
+which model, with which prompts, over which corpus) and ``records.jsonl`` (one
+line per document and draw, every attempt's raw output kept), appended and
+fsynced as each label finishes, so a killed run resumes without relabeling or
+losing a finished document.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from privacy_ci._durable import (
+    RecordWriter,
+    code_version,
+    differences,
+    now_iso,
+    read_records,
+    write_json_atomic,
+)
+from privacy_ci.conductor import Corpus, Label
+from privacy_ci.errors import PrivacyCIError
+from privacy_ci.labeling._prompts import (
+    SYSTEM_PROMPT,
+    USER_PROMPT,
+    LabelerPrompt,
+    load_labeler_prompt,
+)
+from privacy_ci.labeling._schema import (
+    LabelOutputError,
+    ProposedLabel,
+    label_schema,
+    parse_proposed,
+)
+from privacy_ci.llm import Completion, GenerationSettings, LLMClient, system, user
+
+MANIFEST_FILE = "manifest.json"
+RECORDS_FILE = "records.jsonl"
+RECORD_KEY = "key"
+ORGANIZATION_SUBJECT = "organization-level (no individual subject)"
+PARSE_RETRIES = 2
+"""Appendix C: "A response that does not parse is retried twice and otherwise
+recorded as an explicit failure"."""
+
+
+class LabelingRunMismatch(PrivacyCIError):
+    """A run folder holds a different labeling run than the one asked for."""
+
+
+def record_key(doc_id: str, draw: int) -> str:
+    return f"{doc_id}#{draw}"
+
+
+@dataclass(frozen=True, slots=True)
+class LabelRecord:
+    """One draw of one document: the label, or an explicit failure.
+
+    Args:
+        doc_id: the document.
+        draw: 1-based draw number.
+        proposed: the parsed label (None on failure).
+        failure: why no label came back (None on success).
+        attempts: every model call for it: raw text, why it did not parse, tokens,
+            latency, whether it came from the cache.
+        backend: ``provider:model``.
+    """
+
+    doc_id: str
+    draw: int
+    proposed: ProposedLabel | None
+    failure: str | None
+    attempts: tuple[dict[str, Any], ...]
+    backend: str
+
+    @property
+    def ok(self) -> bool:
+        return self.proposed is not None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            RECORD_KEY: record_key(self.doc_id, self.draw),
+            "doc_id": self.doc_id,
+            "draw": self.draw,
+            "label": None if self.proposed is None else self.proposed.as_dict(),
+            "failure": self.failure,
+            "attempts": list(self.attempts),
+            "backend": self.backend,
+        }
+
+
+def subject_name(label: Label, corpus: Corpus) -> str:
+    """The subject as the labeler sees it: a person's name, or organization-level."""
+    if label.subject is None:
+        return ORGANIZATION_SUBJECT
+    return corpus.directory.person_name(label.subject) or label.subject
+
+
+def render_user_prompt(
+    corpus: Corpus,
+    doc_id: str,
+    template: LabelerPrompt | None = None,
+    *,
+    content: str | None = None,
+) -> str:
+    """The labeler's user prompt for one document.
+
+    Only the title, document type, subject name and full content go in; the
+    authored tier, ACL, extra-sensitive flag, requesters and assignments never do.
+
+    Args:
+        corpus: the corpus.
+        doc_id: the document.
+        template: the user prompt (default: the paper's).
+        content: the document text (default: generated from its label).
+    """
+    from privacy_ci.conductor._content import render_document
+
+    label = corpus.label(doc_id)
+    template = template or load_labeler_prompt(USER_PROMPT)
+    return template.render(
+        title=label.title or label.doc_id,
+        document_type=label.document_type,
+        subject_name=subject_name(label, corpus),
+        content=render_document(label, corpus) if content is None else content,
+    )
+
+
+class Labeler:
+    """Asks a model for a document's label under a fixed prompt and schema.
+
+    Args:
+        client: the LLM client (its backend is named on every record).
+        corpus: the corpus whose documents, policy and people are labeled.
+        system_prompt: the system prompt (default: the paper's, Appendix C).
+        user_prompt: the user prompt template (default: the paper's).
+        settings: generation settings (default temperature 0, seed 0, 512 tokens);
+            the label schema is always attached.
+        parse_retries: re-asks after output that does not parse (paper: 2).
+    """
+
+    def __init__(
+        self,
+        client: LLMClient,
+        corpus: Corpus,
+        *,
+        system_prompt: LabelerPrompt | None = None,
+        user_prompt: LabelerPrompt | None = None,
+        settings: GenerationSettings | None = None,
+        parse_retries: int = PARSE_RETRIES,
+    ) -> None:
+        from privacy_ci.conductor._content import render_document
+
+        if parse_retries < 0:
+            raise ValueError("parse_retries must be 0 or more")
+        self.client = client
+        self.corpus = corpus
+        self.system_prompt = system_prompt or load_labeler_prompt(SYSTEM_PROMPT)
+        self.user_prompt = user_prompt or load_labeler_prompt(USER_PROMPT)
+        if self.system_prompt.variables:
+            raise PrivacyCIError(
+                f"system prompt {self.system_prompt.name!r} has variables"
+                f" {sorted(self.system_prompt.variables)}; it is sent as is"
+            )
+        self.schema = label_schema(corpus.policy)
+        base = settings or GenerationSettings()
+        self.settings = replace(base, json_schema=self.schema, schema_name="document_label")
+        self.parse_retries = parse_retries
+        self._contents = {label.doc_id: render_document(label, corpus) for label in corpus.labels}
+
+    @property
+    def backend(self) -> str:
+        return f"{self.client.backend.provider}:{self.client.backend.model}"
+
+    def prompt_for(self, doc_id: str) -> str:
+        """The user prompt for a document: title, type, subject name and content only."""
+        return render_user_prompt(
+            self.corpus, doc_id, self.user_prompt, content=self._contents[doc_id]
+        )
+
+    async def label(self, doc_id: str, draw: int) -> LabelRecord:
+        """One draw for one document; a failure is a value, never an exception.
+
+        Draw ``d``'s attempt ``a`` is sample ``(d - 1) * (parse_retries + 1) + a`` of
+        the client, so every draw and every re-ask is its own call and cache entry.
+        """
+        if draw < 1:
+            raise ValueError("draws are numbered from 1")
+        messages = [system(self.system_prompt.text), user(self.prompt_for(doc_id))]
+        attempts: list[dict[str, Any]] = []
+        failure = "no attempt"
+        for attempt in range(self.parse_retries + 1):
+            sample = (draw - 1) * (self.parse_retries + 1) + attempt
+            completion = await self.client.complete(messages, self.settings, sample=sample)
+            record = _attempt_record(completion)
+            attempts.append(record)
+            if not completion.ok:  # the call failed after the client's own retries
+                failure = f"model call failed: {completion.error}"
+                break
+            try:
+                proposed = parse_proposed(_structured(completion), self.corpus.policy)
+            except LabelOutputError as exc:
+                failure = f"output does not fit the label schema: {exc}"
+                record["parse_error"] = str(exc)
+                continue
+            return LabelRecord(doc_id, draw, proposed, None, tuple(attempts), self.backend)
+        return LabelRecord(doc_id, draw, None, failure, tuple(attempts), self.backend)
+
+
+def _structured(completion: Completion) -> object:
+    if completion.parsed is not None:
+        return completion.parsed
+    if completion.parse_error:
+        raise LabelOutputError(f"not JSON ({completion.parse_error})")
+    try:
+        return json.loads(completion.text)
+    except ValueError as exc:
+        raise LabelOutputError(f"not JSON ({exc})") from None
+
+
+def _attempt_record(completion: Completion) -> dict[str, Any]:
+    return {
+        "text": completion.text,
+        "parse_error": completion.parse_error,
+        "error": completion.error,
+        "finish_reason": completion.finish_reason.value,
+        "prompt_tokens": completion.prompt_tokens,
+        "completion_tokens": completion.completion_tokens,
+        "latency_s": round(completion.latency_s, 4),
+        "cached": completion.cached,
+        "retries": completion.retries,
+    }
+
+
+# -- runs --------------------------------------------------------------------------------
+@dataclass
+class LabelingRun:
+    """A labeling run read back from its folder.
+
+    Args:
+        folder: where it lives.
+        manifest: what was run (model, prompts, corpus, draws, settings).
+        records: one `LabelRecord` per finished (document, draw).
+    """
+
+    folder: Path | None
+    manifest: dict[str, Any]
+    records: list[LabelRecord] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return str(self.manifest.get("name") or self.manifest.get("backend") or "run")
+
+    @property
+    def backend(self) -> str:
+        return str(self.manifest.get("backend", "unknown"))
+
+    @property
+    def draws(self) -> int:
+        return int(self.manifest.get("draws", 0))
+
+    def draw(self, number: int) -> dict[str, ProposedLabel | None]:
+        """Document id -> label (None: failed) of one draw, for the finished documents."""
+        return {r.doc_id: r.proposed for r in self.records if r.draw == number}
+
+    def failures(self) -> list[LabelRecord]:
+        return [r for r in self.records if not r.ok]
+
+    def missing(self, doc_ids: Iterable[str]) -> list[str]:
+        """Keys (``doc#draw``) the run asked for and has not finished."""
+        done = {record_key(r.doc_id, r.draw) for r in self.records}
+        return [
+            record_key(d, n)
+            for n in range(1, self.draws + 1)
+            for d in doc_ids
+            if record_key(d, n) not in done
+        ]
+
+
+def _corpus_identity(labeler: Labeler) -> dict[str, Any]:
+    corpus = labeler.corpus
+    content = hashlib.sha256()
+    for doc_id in sorted(labeler._contents):
+        content.update(f"{doc_id}\0{labeler._contents[doc_id]}\0".encode())
+    return {
+        "source": str(corpus.source) if corpus.source else None,
+        "documents": len(corpus.labels),
+        "content_sha256": content.hexdigest(),
+        "policy_version": _policy_version(corpus),
+    }
+
+
+def _policy_version(corpus: Corpus) -> str:
+    from privacy_ci.conductor import Gate
+
+    return Gate(corpus.policy).version
+
+
+def _identity(labeler: Labeler, draws: int, doc_ids: Sequence[str]) -> dict[str, Any]:
+    backend = labeler.client.backend
+    return {
+        "experiment": "conductor-labeling",
+        "backend": labeler.backend,
+        "provider": backend.provider,
+        "model": backend.model,
+        "base_url": getattr(backend, "base_url", None),
+        "settings": replace(labeler.settings, json_schema=None).cache_key_part(),
+        "schema_sha256": hashlib.sha256(
+            json.dumps(labeler.schema, sort_keys=True).encode()
+        ).hexdigest(),
+        "prompts": {
+            "system": {"name": labeler.system_prompt.name, "sha256": labeler.system_prompt.sha256},
+            "user": {"name": labeler.user_prompt.name, "sha256": labeler.user_prompt.sha256},
+        },
+        "parse_retries": labeler.parse_retries,
+        "draws": draws,
+        "documents": list(doc_ids),
+        "corpus": _corpus_identity(labeler),
+    }
+
+
+def _record_from_dict(data: Mapping[str, Any]) -> LabelRecord:
+    label = data.get("label")
+    proposed = None
+    if label is not None:
+        from privacy_ci.conductor import SensitivityTier
+
+        proposed = ProposedLabel(
+            SensitivityTier(label["sensitivity_tier"]),
+            frozenset(label["permitted_receiver_roles"]),
+            bool(label["extra_sensitive"]),
+            str(label["governing_principle"]),
+        )
+    return LabelRecord(
+        str(data["doc_id"]),
+        int(data["draw"]),
+        proposed,
+        data.get("failure"),
+        tuple(data.get("attempts") or ()),
+        str(data.get("backend", "")),
+    )
+
+
+def load_labeling_run(folder: Path | str) -> LabelingRun:
+    """Read a labeling run folder (finished or not).
+
+    Raises:
+        PrivacyCIError: no manifest, or a damaged records file.
+    """
+    folder = Path(folder)
+    manifest_path = folder / MANIFEST_FILE
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise PrivacyCIError(
+            f"{folder}: not a labeling run (no {MANIFEST_FILE}; `privacy-ci label run` makes one)"
+        ) from None
+    except ValueError as exc:
+        raise PrivacyCIError(f"{manifest_path}: not JSON ({exc})") from None
+    if manifest.get("identity", {}).get("experiment") != "conductor-labeling":
+        raise PrivacyCIError(f"{folder}: the manifest is not a labeling run's")
+    identity = manifest["identity"]
+    read = read_records(folder / RECORDS_FILE, key=RECORD_KEY)
+    records: dict[str, LabelRecord] = {}
+    for raw in read.records:
+        try:
+            rec = _record_from_dict(raw)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise PrivacyCIError(
+                f"{folder / RECORDS_FILE}: record {raw.get(RECORD_KEY)!r} is damaged ({exc})"
+            ) from None
+        records[record_key(rec.doc_id, rec.draw)] = rec  # a re-labeled failure wins
+    flat = {
+        "name": manifest.get("name"),
+        "backend": identity.get("backend"),
+        "draws": identity.get("draws"),
+        **{k: v for k, v in manifest.items() if k != "identity"},
+        "identity": identity,
+    }
+    ordered = sorted(records.values(), key=lambda r: (r.draw, r.doc_id))
+    return LabelingRun(folder, flat, ordered)
+
+
+async def run_labeling(
+    labeler: Labeler,
+    out_dir: Path | str,
+    *,
+    draws: int = 5,
+    concurrency: int = 8,
+    doc_ids: Sequence[str] | None = None,
+    name: str | None = None,
+    retry_failures: bool = False,
+    on_record: Any = None,
+) -> LabelingRun:
+    """Label every document `draws` times into a run folder, resuming what is there.
+
+    Args:
+        labeler: the configured `Labeler`.
+        out_dir: the run folder (created; an existing one with the same identity resumes).
+        draws: complete relabelings of the corpus (paper: 5).
+        concurrency: documents labeled at once.
+        doc_ids: a subset of documents (default: all, in corpus order).
+        name: a display name for reports (default: the backend).
+        retry_failures: on resume, label again the (document, draw) pairs that failed.
+        on_record: called with each new `LabelRecord` (progress).
+
+    Returns:
+        The `LabelingRun` with every record, old and new.
+
+    Raises:
+        LabelingRunMismatch: the folder holds a run with another identity.
+    """
+    if draws < 1:
+        raise ValueError("draws must be at least 1")
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    ids = list(doc_ids) if doc_ids is not None else labeler.corpus.labels.ids
+    for doc_id in ids:
+        labeler.corpus.label(doc_id)  # unknown ids fail here, before any call
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    identity = _identity(labeler, draws, ids)
+    manifest_path = out / MANIFEST_FILE
+    if manifest_path.exists():
+        old = json.loads(manifest_path.read_text(encoding="utf-8"))
+        if old.get("identity") != identity:
+            diff = differences(old.get("identity", {}), identity)
+            raise LabelingRunMismatch(
+                f"{out} holds another labeling run ({'; '.join(diff[:5])}); use a new folder"
+            )
+        manifest = old
+    else:
+        manifest = {"name": name or labeler.backend, "identity": identity, "sessions": []}
+    session: dict[str, Any] = {"started_at": now_iso(), "code": code_version()}
+    manifest["sessions"].append(session)
+    write_json_atomic(manifest_path, manifest)
+
+    read = read_records(out / RECORDS_FILE, key=RECORD_KEY)
+    if read.discarded:  # a line cut short by a kill: drop it, relabel its document
+        with (out / RECORDS_FILE).open("r+b") as fh:
+            fh.truncate(read.valid_bytes)
+    done: dict[str, dict[str, Any]] = {}
+    for raw in read.records:
+        done[str(raw[RECORD_KEY])] = raw
+    todo = [
+        (doc_id, n)
+        for n in range(1, draws + 1)
+        for doc_id in ids
+        if record_key(doc_id, n) not in done
+        or (retry_failures and done[record_key(doc_id, n)].get("label") is None)
+    ]
+    usage_before = labeler.client.usage.as_dict()
+    semaphore = asyncio.Semaphore(concurrency)
+    writer = RecordWriter(out / RECORDS_FILE)
+
+    async def one(doc_id: str, n: int) -> None:
+        async with semaphore:
+            rec = await labeler.label(doc_id, n)
+        await writer.write(rec.as_dict())
+        if on_record is not None:
+            on_record(rec)
+
+    try:
+        await asyncio.gather(*(one(d, n) for d, n in todo))
+    finally:
+        writer.close()
+        after = labeler.client.usage.as_dict()
+        session["ended_at"] = now_iso()
+        session["labeled"] = len(todo)
+        session["usage"] = {
+            k: after[k] - usage_before.get(k, 0)
+            for k in after
+            if isinstance(after[k], int | float) and not isinstance(after[k], bool)
+        }
+        write_json_atomic(manifest_path, manifest)
+    return load_labeling_run(out)
+
+
+def run_from_labels(
+    label_sets: Sequence[Iterable[Label]], name: str = "labels", backend: str = "label files"
+) -> LabelingRun:
+    """A run whose draws are label files (e.g. a second annotator's), for comparison.
+
+    Args:
+        label_sets: one set of labels per draw (each `Label` contributes its four
+            labeler fields; documents absent from a set count as failed).
+        name: the display name.
+        backend: who wrote them (shown in reports).
+
+    Returns:
+        A `LabelingRun` with no folder.
+    """
+    records: list[LabelRecord] = []
+    labels_per_draw = [list(s) for s in label_sets]
+    for n, labels in enumerate(labels_per_draw, start=1):
+        for label in labels:
+            records.append(LabelRecord(label.doc_id, n, ProposedLabel.of(label), None, (), backend))
+    manifest = {"name": name, "backend": backend, "draws": len(labels_per_draw)}
+    return LabelingRun(None, manifest, records)
