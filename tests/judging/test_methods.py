@@ -105,6 +105,7 @@ def test_method_names_and_specs() -> None:
         "agent-id",
         "bm25-content",
         "ci-es-content",
+        "flow-judge",  # Privacy Conductor V-G (tests/judging/test_flow_judge.py)
     ]
     for spec in METHODS.values():
         for prompt in spec.prompts:

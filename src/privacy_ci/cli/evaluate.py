@@ -131,7 +131,7 @@ def eval_command(
         ...,
         "--method",
         "-m",
-        help="dp | cot-auto | cot-manual | agent-id | bm25-content | ci-es-content.",
+        help="dp | cot-auto | cot-manual | agent-id | bm25-content | ci-es-content | flow-judge.",
     ),
     dataset: str = typer.Option(
         "real", "--dataset", "-d", help="A dataset name (`privacy-ci data` lists them)."

@@ -172,7 +172,7 @@ def judge(
         "bm25-content",
         "--method",
         "-m",
-        help="dp | cot-auto | cot-manual | agent-id | bm25-content | ci-es-content.",
+        help="dp | cot-auto | cot-manual | agent-id | bm25-content | ci-es-content | flow-judge.",
     ),
     provider: str | None = typer.Option(
         None, help="embedded | openai-compatible | openai | anthropic (default: config)."

@@ -1,4 +1,5 @@
-"""LLM judging with the Privacy Checklist (sections 4-5 of the paper).
+"""LLM judging with the Privacy Checklist (sections 4-5 of the paper), and the
+Privacy Conductor paper's judge-only flow judge (section V-G).
 
     from privacy_ci.judging import build_method, event_from_case
     from privacy_ci.llm import make_client
@@ -7,6 +8,9 @@
 
 * The six methods (`METHODS`, `build_method`): ``dp``, ``cot-auto``, ``cot-manual``,
   ``agent-id``, ``bm25-content``, ``ci-es-content``; each a `Pipeline` of steps.
+* ``flow-judge`` (`judge_flow`): the CI five-tuple and the narrative, one
+  structured decision + rationale (`flow_schema`, `parse_flow_answer`), re-asked
+  up to twice when it does not parse.
 * Steps (`decide`, `explain`, `retrieve`, `filter_rules`, `propose_ids`,
   `extract_ci`, `run_steps`) over a `PipelineState` and a `PipelineContext`, with
   `JudgeConfig` (k, retriever, reference length, constrained decoding).
@@ -14,6 +18,18 @@
   `parse_yes_no`), values (`Event`, `StepRecord`, `Judgment`, `Method`).
 """
 
+from privacy_ci.judging._flow import (
+    FLOW_DECISIONS,
+    FLOW_MISSING,
+    FLOW_NO_CONSENT,
+    FLOW_PARSE_RETRIES,
+    FlowAnswer,
+    flow_schema,
+    flow_values,
+    judge_flow,
+    parse_flow_answer,
+    render_flow_prompt,
+)
 from privacy_ci.judging._methods import (
     METHODS,
     MethodSpec,
@@ -52,10 +68,15 @@ from privacy_ci.judging._types import Event, Judgment, Method, StepRecord
 __all__ = [
     "CI_JSON_FIELDS",
     "FILTER_OPTIONS",
+    "FLOW_DECISIONS",
+    "FLOW_MISSING",
+    "FLOW_NO_CONSENT",
+    "FLOW_PARSE_RETRIES",
     "LETTERS",
     "METHODS",
     "VERDICT_OPTIONS",
     "Event",
+    "FlowAnswer",
     "JudgeConfig",
     "Judgment",
     "Method",
@@ -77,14 +98,19 @@ __all__ = [
     "explain",
     "extract_ci",
     "filter_rules",
+    "flow_schema",
+    "flow_values",
     "format_reference",
     "format_references",
     "id_list_grammar",
+    "judge_flow",
     "load_prompt",
+    "parse_flow_answer",
     "parse_verdict",
     "parse_yes_no",
     "prompt_hashes",
     "propose_ids",
+    "render_flow_prompt",
     "retrieve",
     "run_steps",
     "truncate_text",

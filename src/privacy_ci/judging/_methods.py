@@ -1,4 +1,5 @@
-"""The six judging methods of the Privacy Checklist paper as chains of steps.
+"""The six judging methods of the Privacy Checklist paper, and the Privacy Conductor
+paper's flow judge, as chains of steps.
 
 ==================  ===========================================================
 method              steps (prompt files under ``prompts/``)
@@ -14,6 +15,10 @@ method              steps (prompt files under ``prompts/``)
 ``ci-es-content``   extract_ci(``ci_extract``) -> retrieve(role keywords, k,
                     query = the extracted roles) -> filter_rules(``law_filter``)
                     per hit -> decide(``content_decide``)              Table 10
+``flow-judge``      judge_flow(system ``flow_judge_system``, user
+                    ``flow_judge_user``): the CI five-tuple and the narrative,
+                    a structured decision + rationale, re-asked up to twice
+                    when it does not parse      Conductor V-G, Appendix C
 ==================  ===========================================================
 
 The decision steps of the three retrieval methods see the kept regulations as
@@ -32,6 +37,9 @@ CI-ES-content uses the role-keyword retriever ``roles``
 keywords"; `JudgeConfig.ci_retriever`), or any `Retriever` passed in; its query is
 a `RetrievalQuery` with the event text and the extracted CI characteristics (the
 case's own when the extraction is malformed).
+
+The flow judge (`privacy_ci.judging._flow`) is judge-only: no knowledge base, no
+retrieval, no regulation text; see its module for how missing CI fields are shown.
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from privacy_ci.errors import PrivacyCIError
+from privacy_ci.judging._flow import judge_flow
 from privacy_ci.judging._steps import (
     JudgeConfig,
     PipelineContext,
@@ -77,7 +86,7 @@ class MethodSpec:
     """What a method is, for listings and run manifests.
 
     Args:
-        name: the method name (``dp`` ... ``ci-es-content``).
+        name: the method name (``dp`` ... ``ci-es-content``, ``flow-judge``).
         title: the paper's description.
         prompts: the prompt files it uses, in call order.
         steps: its step names, in order.
@@ -126,9 +135,18 @@ METHODS: dict[str, MethodSpec] = {
             ("extract_ci", "retrieve", "filter", "decide"),
             True,
         ),
+        MethodSpec(
+            "flow-judge",
+            "Judge-only: the CI five-tuple and narrative, a structured decision "
+            "(Privacy Conductor V-G)",
+            ("flow_judge_system", "flow_judge_user"),
+            ("decide",),
+            False,
+        ),
     )
 }
-"""The six methods, by name, in the paper's order."""
+"""The methods, by name: the Privacy Checklist paper's six in its order, then the
+Privacy Conductor paper's flow judge."""
 
 
 @dataclass
@@ -198,7 +216,7 @@ def build_method(
     settings: GenerationSettings | None = None,
     retriever: Retriever | None = None,
 ) -> Pipeline:
-    """Build one of the six methods.
+    """Build one of the methods of `METHODS`.
 
     Args:
         name: a key of `METHODS`.
@@ -209,7 +227,7 @@ def build_method(
         settings: base generation settings (default: temperature 0, seed 0).
         retriever: the retriever of ``bm25-content`` / ``ci-es-content`` (default:
             ``config.retriever`` / ``config.ci_retriever``, built on first use);
-            ignored by the others.
+            ignored by the others. ``flow-judge`` uses only ``config.constrain``.
 
     Returns:
         The `Pipeline`.
@@ -244,6 +262,8 @@ def build_method(
             filter_rules,
             decide("content_decide"),
         ]
+    elif name == "flow-judge":
+        steps = [judge_flow]
     else:
         source = retriever or default_retriever(config.ci_retriever)
         steps = [
@@ -262,7 +282,8 @@ def event_from_case(case: Any) -> Event:
         case: the case.
 
     Returns:
-        The event: its text, id and CI characteristics (never its label).
+        The event: its text, id, CI characteristics and party names (never its
+        label or gold ids).
     """
     return Event(
         text=case.text,
@@ -273,4 +294,7 @@ def event_from_case(case: Any) -> Event:
         information_type=getattr(case, "information_type", None),
         purpose=getattr(case, "purpose", None),
         consent_form=getattr(case, "consent_form", None),
+        sender=getattr(case, "sender", None),
+        recipient=getattr(case, "recipient", None),
+        subject=getattr(case, "subject", None),
     )

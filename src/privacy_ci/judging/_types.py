@@ -22,6 +22,8 @@ class Event:
         id: a stable identifier (the case id), or "" for ad-hoc events.
         sender_role / recipient_role / subject_role / information_type / purpose /
         consent_form: CI characteristics given with the case (None when unknown).
+        sender / recipient / subject: the parties' names, when the case gives them
+            (only the ``flow-judge`` prompt shows names; the other methods read roles).
     """
 
     text: str
@@ -32,6 +34,9 @@ class Event:
     information_type: str | None = None
     purpose: str | None = None
     consent_form: str | None = None
+    sender: str | None = None
+    recipient: str | None = None
+    subject: str | None = None
 
 
 @dataclass(slots=True)
@@ -72,7 +77,7 @@ class Judgment:
 
     Args:
         method: the pipeline (``dp``, ``cot-auto``, ``cot-manual``, ``agent-id``,
-            ``bm25-content``, ``ci-es-content``).
+            ``bm25-content``, ``ci-es-content``, ``flow-judge``).
         verdict: Permit / Prohibit / Not applicable, or None when the final answer
             could not be parsed (an explicit failure, counted wrong).
         cited_ids: the regulation ids kept and shown to the decision step.
