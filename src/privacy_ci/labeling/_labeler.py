@@ -182,6 +182,8 @@ class Labeler:
 
     def prompt_for(self, doc_id: str) -> str:
         """The user prompt for a document: title, type, subject name and content only."""
+        if doc_id not in self._contents:
+            self.corpus.label(doc_id)  # raises PrivacyCIError naming the corpus
         return render_user_prompt(
             self.corpus, doc_id, self.user_prompt, content=self._contents[doc_id]
         )
@@ -422,7 +424,8 @@ async def run_labeling(
         raise ValueError("draws must be at least 1")
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
-    ids = list(doc_ids) if doc_ids is not None else labeler.corpus.labels.ids
+    # a document listed twice is labeled once per draw (one record per key)
+    ids = list(dict.fromkeys(doc_ids)) if doc_ids is not None else labeler.corpus.labels.ids
     for doc_id in ids:
         labeler.corpus.label(doc_id)  # unknown ids fail here, before any call
     out = Path(out_dir)
