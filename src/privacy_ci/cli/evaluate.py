@@ -22,7 +22,17 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from privacy_ci.cli._common import console, err_console, print_json, user_errors
-from privacy_ci.cli.llm import llm_overrides
+from privacy_ci.cli.llm import (
+    BaseUrlOpt,
+    ConfigOpt,
+    MaxTokensOpt,
+    ModelOpt,
+    NoCacheOpt,
+    ProviderOpt,
+    SeedOpt,
+    TemperatureOpt,
+    llm_overrides,
+)
 
 if TYPE_CHECKING:
     from privacy_ci.judging import Method
@@ -136,11 +146,9 @@ def eval_command(
     dataset: str = typer.Option(
         "real", "--dataset", "-d", help="A dataset name (`privacy-ci data` lists them)."
     ),
-    provider: str | None = typer.Option(
-        None, help="embedded | openai-compatible | openai | anthropic (default: config)."
-    ),
-    model: str | None = typer.Option(None, help="Model name."),
-    base_url: str | None = typer.Option(None, "--base-url", help="Server URL (OpenAI-compatible)."),
+    provider: str | None = ProviderOpt,
+    model: str | None = ModelOpt,
+    base_url: str | None = BaseUrlOpt,
     concurrency: int = typer.Option(
         16, "--concurrency", "-c", help="Cases (and model calls) in flight at once."
     ),
@@ -161,15 +169,15 @@ def eval_command(
         "--constrain/--no-constrain",
         help="Constrain answers (default: on for the embedded model, off otherwise).",
     ),
-    temperature: float | None = typer.Option(None, help="Sampling temperature (default 0)."),
-    max_tokens: int | None = typer.Option(None, "--max-tokens"),
-    seed: int | None = typer.Option(None, help="Sampling seed (default 0)."),
+    temperature: float | None = TemperatureOpt,
+    max_tokens: int | None = MaxTokensOpt,
+    seed: int | None = SeedOpt,
     retry_errors: bool = typer.Option(
         False, "--retry-errors", help="On resume, judge again the cases whose model call failed."
     ),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the cache."),
+    no_cache: bool = NoCacheOpt,
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
-    config_file: Path | None = typer.Option(None, "--config", help="A privacy-ci.toml file."),
+    config_file: Path | None = ConfigOpt,
     as_json: bool = typer.Option(False, "--json", help="Print the metrics as JSON."),
 ) -> None:
     """Evaluate a judging method on a dataset; prints the scores beside the baselines."""
@@ -178,7 +186,7 @@ def eval_command(
         from privacy_ci.errors import PrivacyCIError
         from privacy_ci.evaluation import run_eval
         from privacy_ci.judging import METHODS, JudgeConfig
-        from privacy_ci.llm import GenerationSettings, load_llm_config, make_client
+        from privacy_ci.llm import load_llm_config, make_client
 
         if method not in METHODS:
             raise PrivacyCIError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
@@ -195,12 +203,7 @@ def eval_command(
             ),
             config_file,
         )
-        settings = GenerationSettings(
-            temperature=config.temperature,
-            top_p=config.top_p,
-            max_tokens=config.max_tokens,
-            seed=config.seed,
-        )
+        settings = config.generation_settings()
         kb = None
         if METHODS[method].needs_kb:
             from privacy_ci.knowledge import load_knowledge_base

@@ -23,7 +23,16 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from privacy_ci.cli._common import console, err_console, print_json, user_errors
-from privacy_ci.cli.llm import llm_overrides
+from privacy_ci.cli.llm import (
+    BaseUrlOpt,
+    ConfigOpt,
+    MaxTokensOpt,
+    ModelOpt,
+    NoCacheOpt,
+    ProviderOpt,
+    TemperatureOpt,
+    llm_overrides,
+)
 
 if TYPE_CHECKING:
     from privacy_ci.judging import Event, Judgment, Pipeline
@@ -174,11 +183,9 @@ def judge(
         "-m",
         help="dp | cot-auto | cot-manual | agent-id | bm25-content | ci-es-content | flow-judge.",
     ),
-    provider: str | None = typer.Option(
-        None, help="embedded | openai-compatible | openai | anthropic (default: config)."
-    ),
-    model: str | None = typer.Option(None, help="Model name."),
-    base_url: str | None = typer.Option(None, "--base-url", help="Server URL (OpenAI-compatible)."),
+    provider: str | None = ProviderOpt,
+    model: str | None = ModelOpt,
+    base_url: str | None = BaseUrlOpt,
     k: int | None = typer.Option(
         None, "--k", help="Regulations retrieved and filtered (default 5)."
     ),
@@ -196,10 +203,10 @@ def judge(
     reference_chars: int | None = typer.Option(
         None, "--reference-chars", help="Characters of each regulation text shown (default 1500)."
     ),
-    temperature: float | None = typer.Option(None, help="Sampling temperature (default 0)."),
-    max_tokens: int | None = typer.Option(None, "--max-tokens"),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the cache."),
-    config_file: Path | None = typer.Option(None, "--config", help="A privacy-ci.toml file."),
+    temperature: float | None = TemperatureOpt,
+    max_tokens: int | None = MaxTokensOpt,
+    no_cache: bool = NoCacheOpt,
+    config_file: Path | None = ConfigOpt,
     as_json: bool = typer.Option(False, "--json", help="Print the judgment as JSON."),
 ) -> None:
     """Judge one event: prints the verdict, the regulations kept, a rationale and each step."""
@@ -208,7 +215,7 @@ def judge(
 
         from privacy_ci.errors import PrivacyCIError
         from privacy_ci.judging import METHODS, Event, JudgeConfig, build_method
-        from privacy_ci.llm import GenerationSettings, load_llm_config, make_client
+        from privacy_ci.llm import load_llm_config, make_client
 
         if method not in METHODS:
             raise PrivacyCIError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
@@ -229,12 +236,7 @@ def judge(
             llm_overrides(provider, model, base_url, temperature, max_tokens, None, None, no_cache),
             config_file,
         )
-        settings = GenerationSettings(
-            temperature=config.temperature,
-            top_p=config.top_p,
-            max_tokens=config.max_tokens,
-            seed=config.seed,
-        )
+        settings = config.generation_settings()
 
         def note_retry(attempt: int, error: Exception, delay: float) -> None:
             err_console.print(f"[yellow]retry {attempt}[/] in {delay:.1f}s: {error}")

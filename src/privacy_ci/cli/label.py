@@ -16,7 +16,17 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from privacy_ci.cli._common import console, print_json, user_errors
-from privacy_ci.cli.llm import llm_overrides
+from privacy_ci.cli.llm import (
+    BaseUrlOpt,
+    ConfigOpt,
+    MaxTokensOpt,
+    ModelOpt,
+    NoCacheOpt,
+    ProviderOpt,
+    SeedOpt,
+    TemperatureOpt,
+    llm_overrides,
+)
 
 if TYPE_CHECKING:
     from privacy_ci.labeling import LabelingReport
@@ -150,14 +160,12 @@ def render_reports(reports: list[LabelingReport]) -> None:
 def run_command(
     out: Path = typer.Option(..., "--out", "-o", help="Run folder (resumed when it exists)."),
     draws: int = typer.Option(5, "--draws", help="Complete relabelings of the corpus."),
-    provider: str | None = typer.Option(
-        None, help="embedded | openai-compatible | openai | anthropic (default: config)."
-    ),
-    model: str | None = typer.Option(None, help="Model name."),
-    base_url: str | None = typer.Option(None, "--base-url", help="Server URL (OpenAI-compatible)."),
-    temperature: float | None = typer.Option(None, help="Sampling temperature (default 0)."),
-    max_tokens: int | None = typer.Option(None, "--max-tokens"),
-    seed: int | None = typer.Option(None, help="Sampling seed (default 0)."),
+    provider: str | None = ProviderOpt,
+    model: str | None = ModelOpt,
+    base_url: str | None = BaseUrlOpt,
+    temperature: float | None = TemperatureOpt,
+    max_tokens: int | None = MaxTokensOpt,
+    seed: int | None = SeedOpt,
     concurrency: int = typer.Option(8, "--concurrency", "-c", help="Documents in flight."),
     docs: str | None = typer.Option(
         None, "--docs", help="Comma-separated document ids (default: every document)."
@@ -170,8 +178,8 @@ def run_command(
         False, "--retry-failures", help="On resume, label again the draws that failed."
     ),
     corpus_dir: Path | None = CorpusOpt,
-    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the cache."),
-    config_file: Path | None = typer.Option(None, "--config", help="A privacy-ci.toml file."),
+    no_cache: bool = NoCacheOpt,
+    config_file: Path | None = ConfigOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Label every document DRAWS times with a model, then report what the gate does."""
@@ -179,7 +187,7 @@ def run_command(
         from privacy_ci.conductor import load_corpus
         from privacy_ci.errors import PrivacyCIError
         from privacy_ci.labeling import Labeler, analyze_run, prompt_from_file, run_labeling
-        from privacy_ci.llm import GenerationSettings, load_llm_config, make_client
+        from privacy_ci.llm import load_llm_config, make_client
 
         if draws < 1 or concurrency < 1:
             raise PrivacyCIError("--draws and --concurrency must be at least 1")
@@ -190,12 +198,7 @@ def run_command(
             ),
             config_file,
         )
-        settings = GenerationSettings(
-            temperature=config.temperature,
-            top_p=config.top_p,
-            max_tokens=config.max_tokens,
-            seed=config.seed,
-        )
+        settings = config.generation_settings()
         client = make_client(config)
         labeler = Labeler(
             client,

@@ -16,6 +16,18 @@ app = typer.Typer(
 )
 cache_app = typer.Typer(help="Inspect or clear the LLM response cache.", no_args_is_help=True)
 
+# The model options every command that calls a model takes (shared defaults).
+ProviderOpt = typer.Option(
+    None, help="embedded | openai-compatible | openai | anthropic (default: config)."
+)
+ModelOpt = typer.Option(None, help="Model name.")
+BaseUrlOpt = typer.Option(None, "--base-url", help="Server URL (OpenAI-compatible).")
+TemperatureOpt = typer.Option(None, help="Sampling temperature (default 0).")
+MaxTokensOpt = typer.Option(None, "--max-tokens")
+SeedOpt = typer.Option(None, help="Sampling seed (default 0).")
+NoCacheOpt = typer.Option(False, "--no-cache", help="Do not read or write the cache.")
+ConfigOpt = typer.Option(None, "--config", help="A privacy-ci.toml file.")
+
 
 def llm_overrides(
     provider: str | None,
@@ -46,19 +58,17 @@ def llm_overrides(
 def ask(
     prompt: str = typer.Argument(..., help="The user message."),
     system_prompt: str | None = typer.Option(None, "--system", help="A system message."),
-    provider: str | None = typer.Option(
-        None, help="embedded | openai-compatible | openai | anthropic (default: config)."
-    ),
-    model: str | None = typer.Option(None, help="Model name."),
-    base_url: str | None = typer.Option(None, "--base-url", help="Server URL (OpenAI-compatible)."),
-    temperature: float | None = typer.Option(None, help="Sampling temperature (default 0)."),
-    max_tokens: int | None = typer.Option(None, "--max-tokens"),
-    seed: int | None = typer.Option(None),
+    provider: str | None = ProviderOpt,
+    model: str | None = ModelOpt,
+    base_url: str | None = BaseUrlOpt,
+    temperature: float | None = TemperatureOpt,
+    max_tokens: int | None = MaxTokensOpt,
+    seed: int | None = SeedOpt,
     schema: Path | None = typer.Option(
         None, help="A JSON-schema file: ask for structured output matching it."
     ),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the cache."),
-    config_file: Path | None = typer.Option(None, "--config", help="A privacy-ci.toml file."),
+    no_cache: bool = NoCacheOpt,
+    config_file: Path | None = ConfigOpt,
     as_json: bool = typer.Option(False, "--json", help="Print the completion as JSON."),
 ) -> None:
     """Send one prompt to the configured model and print the answer with its accounting."""
@@ -66,18 +76,13 @@ def ask(
         from dataclasses import replace
 
         from privacy_ci.errors import PrivacyCIError
-        from privacy_ci.llm import GenerationSettings, load_llm_config, make_client, system, user
+        from privacy_ci.llm import load_llm_config, make_client, system, user
 
         config = load_llm_config(
             llm_overrides(provider, model, base_url, temperature, max_tokens, seed, None, no_cache),
             config_file,
         )
-        settings = GenerationSettings(
-            temperature=config.temperature,
-            top_p=config.top_p,
-            max_tokens=config.max_tokens,
-            seed=config.seed,
-        )
+        settings = config.generation_settings()
         if schema is not None:
             try:
                 settings = replace(settings, json_schema=json.loads(schema.read_text()))
@@ -117,7 +122,7 @@ def ask(
 
 @app.command("config")
 def show_config(
-    config_file: Path | None = typer.Option(None, "--config", help="A privacy-ci.toml file."),
+    config_file: Path | None = ConfigOpt,
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Print the effective LLM configuration (API keys are never printed)."""

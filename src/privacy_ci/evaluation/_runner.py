@@ -50,6 +50,7 @@ from privacy_ci.cases import Case, Dataset, load_dataset
 from privacy_ci.errors import PrivacyCIError
 from privacy_ci.evaluation._baselines import baseline_scores
 from privacy_ci.evaluation._metrics import score_run
+from privacy_ci.judging._methods import event_from_case
 from privacy_ci.judging._types import Event, Judgment, Method
 from privacy_ci.llm import GenerationSettings, LLMClient
 
@@ -99,17 +100,8 @@ def is_test_double(backend: str | None) -> bool:
 
 
 def case_event(case: Case) -> Event:
-    """The `Event` a method judges for a case: its narrative and CI fields."""
-    return Event(
-        text=case.text,
-        id=case.id,
-        sender_role=case.sender_role,
-        recipient_role=case.recipient_role,
-        subject_role=case.subject_role,
-        information_type=case.information_type,
-        purpose=case.purpose,
-        consent_form=case.consent_form,
-    )
+    """The `Event` a method judges for a case: its narrative, CI fields and party names."""
+    return event_from_case(case)
 
 
 # ---------------------------------------------------------------------------------

@@ -6,51 +6,18 @@ exactly the variables the template declares and refuses unknown or missing ones.
 
 from __future__ import annotations
 
-import hashlib
 import re
-from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
+from privacy_ci._prompt import PromptTemplate as BasePrompt
 from privacy_ci.errors import PrivacyCIError
 
-_VARIABLE = re.compile(r"<([a-z_]+|Regulation ID|Regulation Content|Regulation Reference List)>")
 
+class PromptTemplate(BasePrompt):
+    """A judging prompt (variables written ``<name>``, as in the paper's tables)."""
 
-@dataclass(frozen=True)
-class PromptTemplate:
-    """One prompt file.
-
-    Args:
-        name: the file stem (e.g. ``dp``).
-        text: the template text.
-    """
-
-    name: str
-    text: str
-
-    @property
-    def variables(self) -> frozenset[str]:
-        return frozenset(_VARIABLE.findall(self.text))
-
-    @property
-    def sha256(self) -> str:
-        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
-
-    def render(self, **values: str) -> str:
-        """Fill every variable.
-
-        Raises:
-            PrivacyCIError: a variable is missing or an unknown one is given.
-        """
-        missing = self.variables - set(values)
-        unknown = set(values) - self.variables
-        if missing or unknown:
-            raise PrivacyCIError(
-                f"prompt {self.name!r}: missing {sorted(missing)}, unknown {sorted(unknown)}"
-            )
-        # One pass, so a value that itself contains "<event>" is never re-substituted.
-        return _VARIABLE.sub(lambda m: values[m.group(1)], self.text)
+    variable = re.compile(r"<([a-z_]+|Regulation ID|Regulation Content|Regulation Reference List)>")
 
 
 @cache

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from privacy_ci.errors import PrivacyCIError
+from privacy_ci.llm._types import GenerationSettings
 
 Provider = Literal["embedded", "openai-compatible", "openai", "anthropic"]
 StructuredMode = Literal[
@@ -72,6 +73,15 @@ class LLMConfig(BaseModel):
     n_ctx: int = Field(8192, ge=256)
     n_threads: int | None = None
     prices: dict[str, PriceConfig] = Field(default_factory=dict)
+
+    def generation_settings(self) -> GenerationSettings:
+        """The sampling settings this configuration asks for (temperature, top_p, ...)."""
+        return GenerationSettings(
+            temperature=self.temperature,
+            top_p=self.top_p,
+            max_tokens=self.max_tokens,
+            seed=self.seed,
+        )
 
     def api_key(self) -> str | None:
         """The API key from the environment (None when unset)."""
