@@ -313,7 +313,9 @@ def test_stability_across_two_draws(corpus: Corpus, gate: Gate, authored: dict[F
 def test_a_failed_draw_breaks_unanimity(corpus: Corpus) -> None:
     second = [lab for lab in corpus.labels if lab.doc_id != "RMC-LAB-001"]
     run = run_from_labels([list(corpus.labels), second])
-    with pytest.raises(PrivacyCIError, match="unfinished"):
+    with pytest.raises(
+        PrivacyCIError, match=r"lacks 1 of 210 labels \(e.g. document RMC-LAB-001\)"
+    ):
         analyze_run(run, corpus)
     s = analyze_run(run, corpus, allow_partial=True).stability
     assert s is not None and (s.tier_unanimous, s.acl_unanimous, s.all_unanimous) == (104, 104, 104)
@@ -393,7 +395,7 @@ def test_an_unfinished_run_is_refused_unless_partial(
     labels = [lab for lab in corpus.labels if lab.doc_id != missing]
     run = run_from_labels([labels])
     with pytest.raises(
-        PrivacyCIError, match=rf"unfinished: 1 of 105 labels missing \(e.g. {missing}#1\)"
+        PrivacyCIError, match=rf"lacks 1 of 105 labels \(e.g. document {missing}\); pass --partial"
     ):
         analyze_run(run, corpus)
     report = analyze_run(run, corpus, allow_partial=True)

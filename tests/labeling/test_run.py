@@ -23,7 +23,7 @@ from privacy_ci.labeling import (
     load_labeling_run,
     run_labeling,
 )
-from privacy_ci.llm import LLMError
+from privacy_ci.llm import LLMClient, LLMError
 
 from . import authored_answers, authored_labeler, calls_per_doc, label_json, scripted
 
@@ -271,3 +271,35 @@ def test_a_document_listed_twice_is_labeled_once_per_draw(corpus: Corpus, tmp_pa
     assert len(keys) == len(set(keys)) == 4 and len(result.records) == 4
     manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
     assert manifest["identity"]["documents"] == ["RMC-LAB-001", "RMC-PUB-001"]
+
+
+def test_retry_failures_asks_the_model_again_despite_the_cache(
+    corpus: Corpus, tmp_path: Path
+) -> None:
+    """A cached failed answer is not replayed: the retried draw reaches the model."""
+    from privacy_ci.llm import ResponseCache
+    from privacy_ci.llm._scripted import ScriptedTestBackend
+
+    from . import by_document
+
+    out, cache_path = tmp_path / "r", tmp_path / "cache.sqlite"
+    flaky = "RMC-BIL-001"
+    state = {"broken": True}
+
+    def answer(doc_id: str) -> str:
+        if doc_id == flaky and state["broken"]:
+            return "not a label"
+        return label_json(corpus.label(doc_id))
+
+    def labeler() -> tuple[Labeler, ScriptedTestBackend]:
+        backend = ScriptedTestBackend(by_document(answer))
+        client = LLMClient(backend, cache=ResponseCache(cache_path))
+        return Labeler(client, corpus), backend
+
+    first, _ = labeler()
+    assert len(run(first, out, draws=1).failures()) == 1
+    state["broken"] = False
+    second, backend = labeler()
+    again = run(second, out, draws=1, retry_failures=True)
+    assert calls_per_doc(backend) == {flaky: 1}
+    assert again.failures() == []

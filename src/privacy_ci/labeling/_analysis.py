@@ -333,10 +333,15 @@ def analyze_run(run: LabelingRun, corpus: Corpus, *, allow_partial: bool = False
         )
     missing = run.missing(adj.authored)
     if missing and not allow_partial:
+        total = run.draws * len(adj.authored)
+        if run.folder is None:  # label files, not a model run
+            raise PrivacyCIError(
+                f"{run.name!r} lacks {len(missing)} of {total} labels (e.g. document"
+                f" {missing[0].split('#')[0]}); pass --partial to count them as failed"
+            )
         raise PrivacyCIError(
-            f"run {run.name!r} is unfinished: {len(missing)} of"
-            f" {run.draws * len(adj.authored)} labels missing (e.g. {missing[0]});"
-            " resume it with the same command, or pass --partial"
+            f"run {run.name!r} is unfinished: {len(missing)} of {total} labels missing"
+            f" (e.g. {missing[0]}); resume it with the same command, or pass --partial"
         )
     draws = [run.draw(n) for n in range(1, run.draws + 1)]
     per_draw: list[Conformance] = []

@@ -188,11 +188,20 @@ class Labeler:
             self.corpus, doc_id, self.user_prompt, content=self._contents[doc_id]
         )
 
-    async def label(self, doc_id: str, draw: int) -> LabelRecord:
+    async def label(self, doc_id: str, draw: int, *, use_cache: bool = True) -> LabelRecord:
         """One draw for one document; a failure is a value, never an exception.
 
         Draw ``d``'s attempt ``a`` is sample ``(d - 1) * (parse_retries + 1) + a`` of
         the client, so every draw and every re-ask is its own call and cache entry.
+
+        Args:
+            doc_id: the document.
+            draw: the draw number (from 1).
+            use_cache: read the client's cache (off when a failed draw is retried,
+                so the same failed output is not served again).
+
+        Returns:
+            The `LabelRecord`: a label, or an explicit failure with every attempt.
         """
         if draw < 1:
             raise ValueError("draws are numbered from 1")
@@ -201,7 +210,9 @@ class Labeler:
         failure = "no attempt"
         for attempt in range(self.parse_retries + 1):
             sample = (draw - 1) * (self.parse_retries + 1) + attempt
-            completion = await self.client.complete(messages, self.settings, sample=sample)
+            completion = await self.client.complete(
+                messages, self.settings, sample=sample, use_cache=use_cache
+            )
             record = _attempt_record(completion)
             attempts.append(record)
             if not completion.ok:  # the call failed after the client's own retries
@@ -466,7 +477,9 @@ async def run_labeling(
 
     async def one(doc_id: str, n: int) -> None:
         async with semaphore:
-            rec = await labeler.label(doc_id, n)
+            # a failure being retried must not be answered from the cache again
+            retry = record_key(doc_id, n) in done
+            rec = await labeler.label(doc_id, n, use_cache=not retry)
         await writer.write(rec.as_dict())
         if on_record is not None:
             on_record(rec)
