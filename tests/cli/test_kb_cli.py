@@ -53,7 +53,9 @@ def test_show_norm_with_references() -> None:
     assert {"target": "164.508", "kind": "support"} in data["norm"]["references"]
     assert {"target": "164.502(a)(5)(i)", "kind": "exception"} in data["norm"]["references"]
     assert data["full_specification"].startswith("PART 164")
-    assert "164.502(a)(1)(iv)" in [r["id"] for r in invoke("kb", "show", "164.508")["referenced_by_norms"]]
+    assert "164.502(a)(1)(iv)" in [
+        r["id"] for r in invoke("kb", "show", "164.508")["referenced_by_norms"]
+    ]
 
 
 def test_show_gdpr_and_ai_act_nodes() -> None:
@@ -116,3 +118,17 @@ def test_kb_show_accepts_goldcoin_spellings() -> None:
     assert data["norm"]["norm_type"] == "general_definition"
     data = invoke("kb", "show", "160.103(Business%20associate)(1)")
     assert data["id"] == "160.103(Business associate)(1)"
+
+
+def test_attributes_by_meaning_find_health_terms() -> None:
+    """`--semantic` (packaged MiniLM) puts HIV status under health data, where
+    spelling alone lands on `social status`."""
+    pytest.importorskip("sentence_transformers")
+    spelled = invoke("kb", "attributes", "HIV status")
+    assert spelled["matching"] == "spelling" and spelled["matches"][0]["term"] == "social status"
+    meant = invoke("kb", "attributes", "HIV status", "--semantic")
+    assert meant["matching"] == "embedding"
+    assert meant["matches"][0]["term"] == "health status data"
+    assert {m["method"] for m in meant["matches"]} == {"embedding"}
+    roles = invoke("kb", "roles", "psychiatrist", "--semantic")
+    assert roles["matches"] and roles["matching"] == "embedding"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -352,3 +353,26 @@ def test_unreadable_files(tmp_path: Path) -> None:
     )
     with pytest.raises(ValidationFailed, match="undeclared node 'zz'"):
         load_role_graph(undeclared)
+
+
+def test_a_scorer_ranks_by_meaning(attributes: AttributeGraph) -> None:
+    """With a scorer, unknown terms are ranked by it (method ``embedding``), clipped
+    to [0, 1]; exact and normalised matches still win outright."""
+    favourite = "health status data"
+    calls: list[tuple[str, int]] = []
+
+    def scorer(query: str, terms: Sequence[str]) -> list[float]:
+        calls.append((query, len(terms)))
+        return [1.7 if t == favourite else (-0.2 if t == "social status" else 0.1) for t in terms]
+
+    matches = attributes.match("HIV status", limit=3, scorer=scorer)
+    assert matches[0].term == favourite
+    assert matches[0].score == 1.0 and matches[0].method == "embedding"
+    assert all(0.0 <= m.score <= 1.0 for m in matches)
+    assert "social status" not in [m.term for m in attributes.match("HIV status", 5, 0.05, scorer)]
+    assert calls and calls[0][1] == len([n for n in attributes.graph.nodes if n.strip()])
+    calls.clear()
+    exact = attributes.classify("health record", scorer=scorer)
+    assert exact[0].match.method == "exact" and calls == []
+    spelled = attributes.match("HIV status", limit=1)
+    assert spelled[0].method != "embedding"

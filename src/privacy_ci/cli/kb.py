@@ -232,7 +232,14 @@ def refs(
             console.print(f"{label}: " + (", ".join(items) if items else "-"), markup=False)
 
 
-def _taxonomy(kind: str, term: str, as_json: bool) -> None:
+SemanticOpt = typer.Option(
+    False,
+    "--semantic",
+    help="Match unknown terms by meaning (sentence embeddings, packaged MiniLM) not spelling.",
+)
+
+
+def _taxonomy(kind: str, term: str, as_json: bool, semantic: bool = False) -> None:
     from rich.markup import escape
 
     from privacy_ci.errors import PrivacyCIError
@@ -241,9 +248,15 @@ def _taxonomy(kind: str, term: str, as_json: bool) -> None:
     graph = kb.role_graph if kind == "roles" else kb.attribute_graph
     if graph is None:
         raise PrivacyCIError(f"the HIPAA knowledge base has no {kind} graph")
-    classes = graph.classify(term)
+    scorer = None
+    if semantic:
+        from privacy_ci.retrieval import embedding_similarity
+
+        scorer = embedding_similarity()
+    classes = graph.classify(term, scorer=scorer)
     data: dict[str, Any] = {
         "query": term,
+        "matching": "embedding" if semantic else "spelling",
         "graph": "role" if kind == "roles" else "attribute",
         "matches": [
             {
@@ -279,17 +292,21 @@ def _taxonomy(kind: str, term: str, as_json: bool) -> None:
 
 
 @app.command()
-def roles(term: str = typer.Argument(...), as_json: bool = JsonOpt) -> None:
+def roles(
+    term: str = typer.Argument(...), semantic: bool = SemanticOpt, as_json: bool = JsonOpt
+) -> None:
     """Which regulation roles a case role (e.g. surgeon) falls under (HIPAA role graph)."""
     with user_errors():
-        _taxonomy("roles", term, as_json)
+        _taxonomy("roles", term, as_json, semantic)
 
 
 @app.command()
-def attributes(term: str = typer.Argument(...), as_json: bool = JsonOpt) -> None:
+def attributes(
+    term: str = typer.Argument(...), semantic: bool = SemanticOpt, as_json: bool = JsonOpt
+) -> None:
     """Which attribute classes an information type (e.g. HIV status) belongs to."""
     with user_errors():
-        _taxonomy("attributes", term, as_json)
+        _taxonomy("attributes", term, as_json, semantic)
 
 
 @app.command()

@@ -28,7 +28,7 @@ import ast
 import re
 import xml.etree.ElementTree as ET
 from collections import Counter, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,11 @@ import networkx as nx
 
 from privacy_ci.errors import ValidationFailed
 from privacy_ci.knowledge._vocabulary import similarity, term_key
+
+TermSimilarity = Callable[[str, Sequence[str]], Sequence[float]]
+"""(query, terms) -> one similarity in [0, 1] per term, e.g. embedding cosine
+(`privacy_ci.retrieval.embedding_similarity`); the knowledge base itself never
+loads a model."""
 
 __all__ = [
     "AttributeGraph",
@@ -63,7 +68,8 @@ class TermMatch:
         term: the graph term.
         score: 1.0 for exact/normalised, else the similarity (0..1).
         method: ``exact`` (same string), ``normalised`` (same lemma key),
-            ``token`` (token overlap) or ``fuzzy`` (difflib ratio).
+            ``token`` (token overlap), ``fuzzy`` (difflib ratio) or ``embedding``
+            (a `TermSimilarity`, e.g. sentence-embedding cosine).
     """
 
     term: str
@@ -356,7 +362,13 @@ class TaxonomyGraph:
         return [start]  # unreachable for a DAG
 
     # -- matching ----------------------------------------------------------------------
-    def match(self, term: str, limit: int = 5, min_score: float = 0.0) -> list[TermMatch]:
+    def match(
+        self,
+        term: str,
+        limit: int = 5,
+        min_score: float = 0.0,
+        scorer: TermSimilarity | None = None,
+    ) -> list[TermMatch]:
         """The graph terms nearest to `term`, with scores.
 
         An exact or normalised (lemma key) match is returned alone with score 1.0;
@@ -367,6 +379,8 @@ class TaxonomyGraph:
             term: free text, e.g. a case role ``surgeon`` or ``HIV status``.
             limit: at most this many matches.
             min_score: drop matches below this score (0.0 keeps the nearest even if far).
+            scorer: score by meaning instead of spelling (method ``embedding``), so
+                ``HIV status`` can land on a health term rather than ``social status``.
 
         Returns:
             Matches, best first (ties sorted by term).
@@ -377,29 +391,41 @@ class TaxonomyGraph:
         if found is not None:
             return [TermMatch(found, 1.0, "normalised")]
         scored = []
-        for node in self.graph.nodes:
-            if not node.strip():
-                continue
+        nodes = [node for node in self.graph.nodes if node.strip()]
+        if scorer is not None:
+            values = scorer(term, nodes)
+            for node, value in zip(nodes, values, strict=True):
+                score = max(0.0, min(1.0, float(value)))
+                if score >= min_score:
+                    scored.append(TermMatch(node, score, "embedding"))
+        for node in nodes if scorer is None else ():
             score, method = similarity(term, node)
             if score >= min_score:
                 scored.append(TermMatch(node, score, method))
         scored.sort(key=lambda m: (-m.score, m.term))
         return scored[:limit]
 
-    def classify(self, term: str, limit: int = 3, min_score: float = 0.0) -> list[Classification]:
+    def classify(
+        self,
+        term: str,
+        limit: int = 3,
+        min_score: float = 0.0,
+        scorer: TermSimilarity | None = None,
+    ) -> list[Classification]:
         """What `term` falls under: its matched graph term(s) and their ancestors.
 
         Args:
             term: free text.
             limit: how many nearest terms to use when there is no exact match.
             min_score: ignore matches below this score.
+            scorer: match by meaning (see `match`).
 
         Returns:
             One `Classification` per matched term, best first.
         """
         return [
             Classification(m, tuple(self.ancestors(m.term)))
-            for m in self.match(term, limit=limit, min_score=min_score)
+            for m in self.match(term, limit=limit, min_score=min_score, scorer=scorer)
         ]
 
     def stats(self) -> dict[str, int]:

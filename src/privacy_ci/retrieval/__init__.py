@@ -53,6 +53,7 @@ from privacy_ci.retrieval._dense import (
     DenseConfig,
     DenseRetriever,
     EmbeddingModel,
+    embedding_similarity,
     load_embedding_model,
     resolve_model,
 )
@@ -124,6 +125,7 @@ __all__ = [
     "dataset_regulation",
     "defined_terms_in",
     "definition_nodes",
+    "embedding_similarity",
     "evaluate_many",
     "evaluate_retrieval",
     "expand",

@@ -25,6 +25,7 @@ mean of the window embeddings (``"mean"``).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import json
@@ -33,6 +34,7 @@ import shutil
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -187,6 +189,18 @@ _MODELS: dict[tuple[str, str], EmbeddingModel] = {}
 _MODELS_LOCK = threading.Lock()
 
 
+def _quiet_loading() -> None:
+    """No progress bars while weights load (they would interleave with --json output)."""
+    with contextlib.suppress(Exception):
+        from huggingface_hub.utils import disable_progress_bars  # type: ignore[attr-defined]
+
+        disable_progress_bars()
+    with contextlib.suppress(Exception):
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+
+
 def load_embedding_model(model: str = DEFAULT_MODEL, device: str = "cpu") -> EmbeddingModel:
     """Load (once per process) a Sentence Transformers model, never downloading.
 
@@ -217,6 +231,7 @@ def load_embedding_model(model: str = DEFAULT_MODEL, device: str = "cpu") -> Emb
                 "dense retrieval needs sentence-transformers and torch "
                 "(`pip install sentence-transformers`)"
             ) from exc
+        _quiet_loading()
         try:
             st_model = SentenceTransformer(target, device=device, local_files_only=True)
         except Exception as exc:
@@ -428,3 +443,24 @@ class DenseRetriever:
 
     def __repr__(self) -> str:
         return f"DenseRetriever({self.name!r}, {self.kb.regulation}, {Path(self.model_id).name})"
+
+
+def embedding_similarity(
+    model: EmbeddingModel | str = DEFAULT_MODEL,
+) -> Callable[[str, Sequence[str]], list[float]]:
+    """A meaning-based term scorer for the role and attribute graphs.
+
+    Args:
+        model: a loaded model, or a model name/folder to load (never downloaded).
+
+    Returns:
+        ``(query, terms) -> cosine similarities`` (clipped to [0, 1] by the graphs);
+        term embeddings are memoised by the model, so a graph is embedded once.
+    """
+    loaded = load_embedding_model(model) if isinstance(model, str) else model
+
+    def score(query: str, terms: Sequence[str]) -> list[float]:
+        vectors = loaded.encode_memo([query, *terms])
+        return [float(v) for v in vectors[1:] @ vectors[0]]
+
+    return score
