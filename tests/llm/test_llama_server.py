@@ -202,3 +202,31 @@ def test_schema_constrained_verdict_agrees(inprocess: EmbeddedBackend, server: s
     raw = httpx.post(f"{server}/chat/completions", json=body, timeout=120).json()
     assert raw["choices"][0]["message"]["content"] == local.text
     assert local.parsed["verdict"] in VERDICT_SCHEMA["properties"]["verdict"]["enum"]
+
+
+def test_auto_structured_mode_falls_back_to_json_object(server: str) -> None:
+    """The server rejects ``response_format: json_schema`` (HTTP 500); in ``auto`` mode
+    the backend switches to its schema-constrained ``json_object`` once and answers."""
+    remote = _remote(server)
+    assert remote.structured_mode == "auto"
+    settings = GenerationSettings(
+        temperature=0.0, seed=0, max_tokens=32, json_schema=VERDICT_SCHEMA
+    )
+    prompt = "A nurse faxes lab results to the wrong clinic. Permitted under HIPAA? JSON."
+    completion = asyncio.run(remote.complete([user(prompt)], settings))
+    assert remote.structured_mode == "json_object"
+    assert completion.parse_error is None
+    assert completion.parsed["verdict"] in VERDICT_SCHEMA["properties"]["verdict"]["enum"]
+    # an explicit mode is never second-guessed: the error comes back as it is
+    from privacy_ci.llm._openai import OpenAICompatibleBackend
+
+    strict = OpenAICompatibleBackend.from_config(
+        LLMConfig(
+            provider="openai-compatible",
+            base_url=server,
+            model=MODEL,
+            structured_mode="response_format",
+        )
+    )
+    with pytest.raises(PrivacyCIError, match="json_schema"):
+        asyncio.run(strict.complete([user(prompt)], settings))

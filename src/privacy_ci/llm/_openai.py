@@ -24,6 +24,7 @@ text, never raised.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -63,6 +64,7 @@ _FINISH = {
     "tool_calls": FinishReason.TOOL,
     "function_call": FinishReason.TOOL,
 }
+_log = logging.getLogger(__name__)
 _MODES = ("auto", "response_format", "json_object", "guided_json", "grammar", "tool", "none")
 
 
@@ -215,8 +217,33 @@ class OpenAICompatibleBackend:
     ) -> Completion:
         """One attempt. Raises `LLMError` (``retryable`` set) on failure."""
         client = await self._pool.get()
-        options = self.request_options(messages, settings)
         start = time.perf_counter()
+        try:
+            response = await self._create(client, self.request_options(messages, settings))
+        except LLMError as error:
+            if not self._json_schema_rejected(error, settings):
+                raise
+            # A server without json_schema response_format (llama-cpp-python's answers
+            # 500 "Input should be 'text' or 'json_object'"): use its schema-constrained
+            # json_object from now on, and ask again at once.
+            _log.warning(
+                "%s does not accept response_format json_schema; using json_object", self.base_url
+            )
+            self.structured_mode = "json_object"
+            response = await self._create(client, self.request_options(messages, settings))
+        latency = time.perf_counter() - start
+        return self._to_completion(response, settings, latency)
+
+    def _json_schema_rejected(self, error: LLMError, settings: GenerationSettings) -> bool:
+        return (
+            self.structured_mode == "auto"
+            and self.provider == "openai-compatible"
+            and settings.json_schema is not None
+            and error.status in (400, 422, 500)
+            and "json_schema" in str(error)
+        )
+
+    async def _create(self, client: openai.AsyncOpenAI, options: dict[str, Any]) -> object:
         try:
             response: object = await client.chat.completions.create(**options)
         except openai.APIError as exc:
@@ -229,8 +256,7 @@ class OpenAICompatibleBackend:
             ) from exc
         except openai.OpenAIError as exc:  # raised by the SDK before any request
             raise LLMError(f"{self.provider} ({self.base_url}): {exc}", retryable=False) from exc
-        latency = time.perf_counter() - start
-        return self._to_completion(response, settings, latency)
+        return response
 
     def _to_completion(
         self, response: object, settings: GenerationSettings, latency: float
