@@ -34,13 +34,20 @@ class SleepRecorder:
 
 def test_retry_then_success_records_retries_and_honours_retry_after() -> None:
     backend = ScriptedTestBackend(
-        [LLMError("429", retryable=True, retry_after=3.0, status=429),
-         LLMError("503", retryable=True, status=503), "ok"]
+        [
+            LLMError("429", retryable=True, retry_after=3.0, status=429),
+            LLMError("503", retryable=True, status=503),
+            "ok",
+        ]
     )
     sleep = SleepRecorder()
     seen: list[int] = []
-    client = LLMClient(backend, sleep=sleep, retry=RetryPolicy(base_delay=0.5, jitter=0.0),
-                       on_retry=lambda a, e, d: seen.append(a))
+    client = LLMClient(
+        backend,
+        sleep=sleep,
+        retry=RetryPolicy(base_delay=0.5, jitter=0.0),
+        on_retry=lambda a, e, d: seen.append(a),
+    )
     c = run(client.complete([user("hi")]))
     assert c.ok and c.text == "ok" and c.retries == 2
     assert sleep.delays == [3.0, 1.0]  # Retry-After, then base * 2**1

@@ -200,7 +200,9 @@ def test_cli_fetch_cfr(site: tuple[str, _Site], cache: Path) -> None:
     from privacy_ci.cli.main import app
 
     base, _ = site
-    res = CliRunner().invoke(app, ["kb", "fetch-cfr", "--part", "164", "--base-url", base, "--json"])
+    res = CliRunner().invoke(
+        app, ["kb", "fetch-cfr", "--part", "164", "--base-url", base, "--json"]
+    )
     assert res.exit_code == 0, res.output
     data = json.loads(res.output)
     assert data["tree"]["internal_nodes"] > 100 and Path(data["path"]).is_relative_to(cache)

@@ -70,7 +70,9 @@ def test_cycle_is_an_error(tmp_path: Path) -> None:
     body += edge("A", "B") + edge("B", "A")
     with pytest.raises(TreeError, match="cycle"):
         load_hipaa_graphml(write(tmp_path, body))
-    body = node("HIPAA") + node("A") + node("B") + edge("HIPAA", "A") + edge("A", "B") + edge("B", "A")
+    body = (
+        node("HIPAA") + node("A") + node("B") + edge("HIPAA", "A") + edge("A", "B") + edge("B", "A")
+    )
     with pytest.raises(TreeError, match="node 'A' has several parents"):
         load_hipaa_graphml(write(tmp_path, body))
 
@@ -89,10 +91,11 @@ def test_truncated_and_rootless_files(tmp_path: Path) -> None:
 def test_bad_privaci_payload(tmp_path: Path) -> None:
     body = (
         '<node id="GDPR"><data key="d0">{"content": "GDPR"}</data></node>'
-        '<node id="Article 1"><data key="d0">{not json</data></node>'
-        + edge("GDPR", "Article 1")
+        '<node id="Article 1"><data key="d0">{not json</data></node>' + edge("GDPR", "Article 1")
     )
     path = tmp_path / "g.graphml"
-    path.write_text(HEADER.replace('attr.name="text"', 'attr.name="data"') + body + "</graph></graphml>")
+    path.write_text(
+        HEADER.replace('attr.name="text"', 'attr.name="data"') + body + "</graph></graphml>"
+    )
     with pytest.raises(TreeError, match=r"node 'Article 1': attribute 'data' is not JSON"):
         load_privaci_law_tree(path, "gdpr")

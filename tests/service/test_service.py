@@ -276,7 +276,10 @@ def test_missing_model_is_503_and_docs_page(riverside: DocumentStore) -> None:
 def test_judge_endpoint_runs_a_checklist_pipeline(riverside: DocumentStore) -> None:
     settings = ServiceSettings(jwt_key=KEY, llm_client=_scripted("Choice: B. Permitted"))
     with TestClient(create_app(riverside, settings)) as c:
-        body = {"event": "A hospital sends a patient's lab results to her physician.", "method": "dp"}
+        body = {
+            "event": "A hospital sends a patient's lab results to her physician.",
+            "method": "dp",
+        }
         res = c.post("/v1/judge", json=body, headers=DOCTOR)
         assert res.status_code == 200, res.text
         data = res.json()
