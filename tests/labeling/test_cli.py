@@ -269,3 +269,52 @@ def test_label_run_into_a_folder_of_another_run(env: Path, model: dict[str, Any]
         invoke("run", "--out", str(env / "r"), "--draws", "2", "--docs", "RMC-LAB-001")
     )
     assert "holds another labeling run" in line and "draws: 1 there, 2 now" in line
+
+
+# -- export ---------------------------------------------------------------------------------
+def test_export_writes_a_label_file_the_gate_adjudicates(
+    model: dict[str, Any], corpus: Corpus, env: Path
+) -> None:
+    """A run's draw becomes a label file: the over-granted document releases exactly the
+    flows the report counts, and a failed document is left out and named."""
+    grant, broken = "RMC-LAB-001", "RMC-BIL-001"
+
+    def answer(doc_id: str) -> str:
+        if doc_id == broken:
+            return "no label today"
+        label = corpus.label(doc_id)
+        if doc_id == grant:
+            roles = sorted(label.permitted_receiver_roles | {"Billing Specialist"})
+            return label_json(label, permitted_receiver_roles=roles)
+        return label_json(label)
+
+    model["answer"] = answer
+    run_dir = env / "run"
+    res = invoke("run", "--out", str(run_dir), "--draws", "1", "--json")
+    assert res.exit_code == 0, res.output
+    out = env / "model-labels.yaml"
+    summary = ok_json("export", str(run_dir), "--out", str(out))
+    assert summary == {"file": str(out), "labels": 104, "failed": [broken]}
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("# Labels written by scripted-test-double:scripted")
+    flows = runner.invoke(app, ["conductor", "flows", "--labels", str(out), "--json"])
+    assert flows.exit_code == 0, flows.output
+    report = ok_json("report", str(run_dir))["configurations"][0]
+    exported = json.loads(flows.stdout)
+    # the file lacks the failed document: its authored permits are the report's over-blocks
+    # that the label file cannot show; every permit the file grants matches the report
+    authored_permits_of_broken = sum(
+        1 for r in corpus.requesters() if _permits(corpus, r.id, broken)
+    )
+    assert exported["permit"] == 259 + report["table_vii"]["privacy_violations"] - (
+        authored_permits_of_broken
+    )
+    assert report["table_vii"]["privacy_violations"] > 0
+    bad = invoke("export", str(run_dir), "--out", str(out), "--draw", "2")
+    assert "has draws 1-1, not 2" in error_line(bad)
+
+
+def _permits(corpus: Corpus, agent_id: str, doc_id: str) -> bool:
+    from privacy_ci.conductor import Gate
+
+    return Gate(corpus.policy).decide(corpus.requester(agent_id), corpus.label(doc_id)).permitted

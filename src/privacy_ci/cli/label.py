@@ -299,6 +299,56 @@ def report_command(
                 console.print(f"wrote {markdown}")
 
 
+@app.command("export")
+def export_command(
+    run_dir: Path = typer.Argument(..., help="A labeling run folder."),
+    out: Path = typer.Option(..., "--out", "-o", help="The label file to write (YAML or .json)."),
+    draw: int = typer.Option(1, "--draw", help="Which draw to export."),
+    majority: bool = typer.Option(
+        False, "--majority", help="Export the field-wise majority of all draws instead."
+    ),
+    corpus_dir: Path | None = CorpusOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Write a run's labels as a label file, for `conductor flows --labels` or for an
+    authority to review (`store propose`): the model drafts, the authority approves."""
+    with user_errors():
+        import json
+
+        import yaml
+
+        from privacy_ci.conductor import load_corpus
+        from privacy_ci.conductor._labels import dump_labels
+        from privacy_ci.labeling import load_labeling_run, model_labels
+
+        corpus = load_corpus(corpus_dir)
+        run = load_labeling_run(run_dir)
+        labels, failed = model_labels(run, corpus, None if majority else draw)
+        entries = dump_labels(labels)
+        header = (
+            f"# Labels written by {run.backend} (run {run_dir},"
+            f" {'majority of all draws' if majority else f'draw {draw}'}).\n"
+            "# Drafts: not policy until the Policy Authority reviews and approves them.\n"
+        )
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if out.suffix.lower() == ".json":
+            out.write_text(json.dumps(entries, indent=2) + "\n", encoding="utf-8")
+        else:
+            body = yaml.safe_dump(entries, sort_keys=False, allow_unicode=True)
+            out.write_text(header + body, encoding="utf-8")
+        summary = {"file": str(out), "labels": len(entries), "failed": failed}
+        if as_json:
+            print_json(summary)
+            return
+        console.print(f"wrote {len(entries)} labels to {out}", highlight=False)
+        if failed:
+            console.print(
+                f"[yellow]{len(failed)} document(s) had no label and are left out:[/]"
+                f" {', '.join(failed)}",
+                highlight=False,
+            )
+
+
 @app.command("prompt")
 def prompt_command(
     doc: str = typer.Argument(..., help="Document id, e.g. RMC-LAB-001."),

@@ -22,6 +22,8 @@ from privacy_ci.labeling._analysis import (
     analyze_run,
     attribute,
     conformance,
+    majority_label,
+    model_labels,
 )
 from privacy_ci.labeling._labeler import (
     PARSE_RETRIES,
@@ -64,6 +66,8 @@ __all__ = [
     "label_schema",
     "load_labeler_prompt",
     "load_labeling_run",
+    "majority_label",
+    "model_labels",
     "parse_proposed",
     "prompt_from_file",
     "run_from_labels",

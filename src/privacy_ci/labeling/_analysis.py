@@ -255,7 +255,7 @@ def attribute(
     return dict(out)
 
 
-def _majority(draws: Sequence[ProposedLabel | None]) -> ProposedLabel | None:
+def majority_label(draws: Sequence[ProposedLabel | None]) -> ProposedLabel | None:
     """Field-wise majority of the successful draws (ties: the earliest draw's value)."""
     ok = [p for p in draws if p is not None]
     if not ok:
@@ -381,7 +381,7 @@ def analyze_run(run: LabelingRun, corpus: Corpus, *, allow_partial: bool = False
     stability = ensemble = None
     if len(draws) > 1:
         stability = _stability(adj, draws, decisions, per_draw)
-        voted = {d: _majority([draw.get(d) for draw in draws]) for d in adj.authored}
+        voted = {d: majority_label([draw.get(d) for draw in draws]) for d in adj.authored}
         ensemble, _ = conformance(adj, voted)
     return LabelingReport(
         name=run.name,
@@ -402,3 +402,35 @@ def analyze_run(run: LabelingRun, corpus: Corpus, *, allow_partial: bool = False
         ],
         test_double=run.backend.split(":", 1)[0] == TEST_DOUBLE_PROVIDER,
     )
+
+
+def model_labels(
+    run: LabelingRun, corpus: Corpus, draw: int | None = 1
+) -> tuple[list[Label], list[str]]:
+    """The run's labels as complete label entries (authored fields + the model's four).
+
+    Args:
+        run: the labeling run.
+        corpus: the corpus it labeled.
+        draw: which draw (from 1), or None for the field-wise majority of all draws.
+
+    Returns:
+        ``(labels, failed)``: labels in corpus order, and the ids of documents with no
+        label in that draw (a label file cannot say "failed"; they are left out).
+
+    Raises:
+        PrivacyCIError: no such draw.
+    """
+    if draw is not None and not 1 <= draw <= run.draws:
+        raise PrivacyCIError(f"run {run.name!r} has draws 1-{run.draws}, not {draw}")
+    numbers = [draw] if draw is not None else list(range(1, run.draws + 1))
+    draws = [run.draw(n) for n in numbers]
+    labels: list[Label] = []
+    failed: list[str] = []
+    for authored in corpus.labels:
+        proposed = majority_label([d.get(authored.doc_id) for d in draws])
+        if proposed is None:
+            failed.append(authored.doc_id)
+            continue
+        labels.append(substitute(authored, proposed, corpus.policy))
+    return labels, failed
