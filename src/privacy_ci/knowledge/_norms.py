@@ -611,6 +611,83 @@ def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+@dataclass(frozen=True)
+class _Layout:
+    """Where a KB format keeps the fields the two loaders check the same way."""
+
+    text: str
+    references: str
+    norm_types: str  # the spellings it uses, for messages
+
+
+_CHECKLIST_LAYOUT = _Layout(
+    "text", "refer_list", "positive_norm, negative_norm or general_definition"
+)
+_PRIVACI_LAYOUT = _Layout(
+    "regulation_content", "reference", "General Definition, Permit or Prohibit"
+)
+
+
+@dataclass
+class _Admission:
+    """The shared end of both loaders: check an entry's text, references, norm type and
+    id, then accept it as a `Norm` or skip it into the report with every problem."""
+
+    regulation: str
+    tree: RegulationTree
+    resolve: Resolver
+    report: KBLoadReport
+    collector: _Collector
+    norms: list[Norm]
+    seen: set[str] = field(default_factory=set)
+
+    def admit(
+        self,
+        values: dict[str, Any],
+        source_id: str,
+        location: str,
+        problems: list[str],
+        layout: _Layout,
+        *,
+        has_id: bool,
+    ) -> None:
+        if layout.text in values:
+            _check_str(layout.text, values[layout.text], problems)
+        if layout.references in values:
+            _check_refs_shape(layout.references, values[layout.references], problems)
+        norm_type = normalise_norm_type(values.get("norm_type"))
+        if "norm_type" in values and norm_type is None:
+            problems.append(
+                f"unknown norm_type {values['norm_type']!r} (expected {layout.norm_types})"
+            )
+        node_id = None
+        if has_id:
+            node_id = _resolve_id(source_id, self.tree, self.resolve, self.report, problems)
+        if node_id is not None and node_id in self.seen:
+            problems.append(f"node {node_id!r} is annotated twice")
+        if problems or node_id is None or norm_type is None:
+            self.collector.skip(location, source_id, problems)
+            return
+        self.seen.add(node_id)
+        refs = _references(
+            values[layout.references], node_id, location, self.tree, self.resolve, self.collector
+        )
+        self.norms.append(
+            _norm_from_fields(
+                node_id=node_id,
+                source_id=source_id,
+                regulation=self.regulation,
+                norm_type=norm_type,
+                text=values[layout.text],
+                values=values,
+                references=refs,
+                origin=location,
+                raw=values,
+                nrep=self.report.normalisation,
+            )
+        )
+
+
 def load_checklist_kb(
     path: Path | str,
     tree: RegulationTree,
@@ -656,7 +733,7 @@ def load_checklist_kb(
     for key in data.pop("\x00duplicates", []):
         collector.skip(f"{path}#{key}", key, ["duplicate key (the last occurrence was kept)"])
     norms: list[Norm] = []
-    seen: set[str] = set()
+    load = _Admission(regulation, tree, resolve, report, collector, norms)
     for key, entry in data.items():
         report.entries += 1
         location = f"{path}#{key}"
@@ -668,38 +745,7 @@ def load_checklist_kb(
         if "node_index" in entry and entry["node_index"] != key:
             problems.append(f"node_index {entry['node_index']!r} differs from the key")
         _check_value_types(entry, problems, privaci=False)
-        if "text" in entry:
-            _check_str("text", entry["text"], problems)
-        if "refer_list" in entry:
-            _check_refs_shape("refer_list", entry["refer_list"], problems)
-        norm_type = normalise_norm_type(entry.get("norm_type"))
-        if "norm_type" in entry and norm_type is None:
-            problems.append(
-                f"unknown norm_type {entry['norm_type']!r} "
-                "(expected positive_norm, negative_norm or general_definition)"
-            )
-        node_id = _resolve_id(key, tree, resolve, report, problems)
-        if node_id is not None and node_id in seen:
-            problems.append(f"node {node_id!r} is annotated twice")
-        if problems or node_id is None or norm_type is None:
-            collector.skip(location, key, problems)
-            continue
-        seen.add(node_id)
-        refs = _references(entry["refer_list"], node_id, location, tree, resolve, collector)
-        norms.append(
-            _norm_from_fields(
-                node_id=node_id,
-                source_id=key,
-                regulation=regulation,
-                norm_type=norm_type,
-                text=entry["text"],
-                values=entry,
-                references=refs,
-                origin=location,
-                raw=entry,
-                nrep=report.normalisation,
-            )
-        )
+        load.admit(entry, key, location, problems, _CHECKLIST_LAYOUT, has_id=True)
     collector.finish()
     report.loaded = len(norms)
     return norms, report
@@ -790,7 +836,7 @@ def load_privaci_kb(
     report.normalisation.source = str(path)
     collector = _Collector(report)
     norms: list[Norm] = []
-    seen: set[str] = set()
+    load = _Admission(regulation, tree, resolve, report, collector, norms)
     for lineno, line in _iter_jsonl(path):
         if not line.strip():
             continue
@@ -809,40 +855,8 @@ def load_privaci_kb(
         raw_id = values.get("regulation_id")
         kb_id = raw_id if isinstance(raw_id, str) else ""
         _check_value_types(values, problems, privaci=True)
-        if "regulation_content" in values:
-            _check_str("regulation_content", values["regulation_content"], problems)
-        if "reference" in values:
-            _check_refs_shape("reference", values["reference"], problems)
-        norm_type = normalise_norm_type(values.get("norm_type"))
-        if "norm_type" in values and norm_type is None:
-            problems.append(
-                f"unknown norm_type {values['norm_type']!r} "
-                "(expected General Definition, Permit or Prohibit)"
-            )
-        node_id = None
-        if "regulation_id" in values:
-            node_id = _resolve_id(kb_id, tree, resolve, report, problems)
-        if node_id is not None and node_id in seen:
-            problems.append(f"node {node_id!r} is annotated twice")
-        if problems or node_id is None or norm_type is None:
-            collector.skip(location, kb_id, problems)
-            continue
-        seen.add(node_id)
-        refs = _references(values["reference"], node_id, location, tree, resolve, collector)
-        norms.append(
-            _norm_from_fields(
-                node_id=node_id,
-                source_id=kb_id,
-                regulation=regulation,
-                norm_type=norm_type,
-                text=values["regulation_content"],
-                values=values,
-                references=refs,
-                origin=location,
-                raw=values,
-                nrep=report.normalisation,
-            )
-        )
+        has_id = "regulation_id" in values
+        load.admit(values, kb_id, location, problems, _PRIVACI_LAYOUT, has_id=has_id)
     collector.finish()
     report.loaded = len(norms)
     return norms, report
