@@ -43,6 +43,10 @@ def label_schema(policy: Policy) -> dict[str, Any]:
             "permitted_receiver_roles": {
                 "type": "array",
                 "items": {"type": "string", "enum": list(policy.roles)},
+                # distinct roles cannot outnumber the policy's; the bound also stops a
+                # small model's grammar-constrained output from repeating a role until
+                # it runs out of tokens (uniqueItems is not accepted by every provider)
+                "maxItems": len(policy.roles),
             },
             "extra_sensitive": {"type": "boolean"},
             "governing_principle": {"type": "string"},
