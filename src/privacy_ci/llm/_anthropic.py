@@ -39,9 +39,7 @@ from anthropic.types import MessageParam, ToolChoiceToolParam, ToolParam
 from privacy_ci.llm._config import LLMConfig, StructuredMode
 from privacy_ci.llm._transport import (
     LoopClients,
-    error_text,
-    is_retryable_status,
-    retry_after_seconds,
+    map_sdk_error,
 )
 from privacy_ci.llm._types import (
     Completion,
@@ -253,22 +251,7 @@ class AnthropicBackend:
         return completion
 
     def _map_error(self, exc: anthropic.APIError) -> LLMError:
-        where = f"anthropic ({self.base_url})"
-        if isinstance(exc, anthropic.APITimeoutError):
-            return LLMError(f"{where}: request timed out after {self.timeout:g}s", retryable=True)
-        if isinstance(exc, anthropic.APIConnectionError):
-            cause = exc.__cause__
-            detail = f"{type(cause).__name__}: {cause}" if cause is not None else exc.message
-            return LLMError(f"{where}: connection failed: {detail}", retryable=True)
-        if isinstance(exc, anthropic.APIStatusError):
-            status = exc.status_code
-            return LLMError(
-                f"{where}: HTTP {status}: {exc.api_message or error_text(exc.body, exc.message)}",
-                retryable=is_retryable_status(status),
-                retry_after=retry_after_seconds(exc.response.headers),
-                status=status,
-            )
-        return LLMError(f"{where}: malformed response: {exc.message}", retryable=True)
+        return map_sdk_error(exc, anthropic, f"anthropic ({self.base_url})", self.timeout)
 
     async def aclose(self) -> None:
         """Close the client of the running event loop (if one was created)."""

@@ -41,9 +41,7 @@ from openai.types.chat.completion_create_params import ResponseFormat
 from privacy_ci.llm._config import LLMConfig, StructuredMode
 from privacy_ci.llm._transport import (
     LoopClients,
-    error_text,
-    is_retryable_status,
-    retry_after_seconds,
+    map_sdk_error,
 )
 from privacy_ci.llm._types import (
     Completion,
@@ -303,23 +301,7 @@ class OpenAICompatibleBackend:
         return completion
 
     def _map_error(self, exc: openai.APIError) -> LLMError:
-        where = f"{self.provider} ({self.base_url})"
-        if isinstance(exc, openai.APITimeoutError):
-            return LLMError(f"{where}: request timed out after {self.timeout:g}s", retryable=True)
-        if isinstance(exc, openai.APIConnectionError):
-            cause = exc.__cause__
-            detail = f"{type(cause).__name__}: {cause}" if cause is not None else exc.message
-            return LLMError(f"{where}: connection failed: {detail}", retryable=True)
-        if isinstance(exc, openai.APIStatusError):
-            status = exc.status_code
-            return LLMError(
-                f"{where}: HTTP {status}: {error_text(exc.body, exc.message)}",
-                retryable=is_retryable_status(status),
-                retry_after=retry_after_seconds(exc.response.headers),
-                status=status,
-            )
-        # APIResponseValidationError and any other body the SDK could not use
-        return LLMError(f"{where}: malformed response: {exc.message}", retryable=True)
+        return map_sdk_error(exc, openai, f"{self.provider} ({self.base_url})", self.timeout)
 
     async def aclose(self) -> None:
         """Close the client of the running event loop (if one was created)."""

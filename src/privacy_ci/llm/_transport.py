@@ -12,7 +12,10 @@ import json
 import threading
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping
-from typing import Generic, Protocol, TypeVar
+from types import ModuleType
+from typing import Any, Generic, Protocol, TypeVar
+
+from privacy_ci.llm._types import LLMError
 
 
 def is_retryable_status(status: int) -> bool:
@@ -119,3 +122,33 @@ class LoopClients(Generic[_C]):
             entry = self._clients.get(loop)
         if entry is not None:
             await entry[1].aclose()
+
+
+def map_sdk_error(exc: Any, sdk: ModuleType, where: str, timeout: float) -> LLMError:
+    """An official SDK's error (``openai`` and ``anthropic`` share the hierarchy) as an
+    `LLMError`: timeouts, dropped connections, 429 and 5xx retryable (with the
+    server's Retry-After), other 4xx not; an unusable body retryable.
+
+    Args:
+        exc: the SDK's ``APIError``.
+        sdk: the SDK module (``openai`` or ``anthropic``).
+        where: ``provider (base URL)`` for the message.
+        timeout: the request timeout, for the message.
+    """
+    if isinstance(exc, sdk.APITimeoutError):
+        return LLMError(f"{where}: request timed out after {timeout:g}s", retryable=True)
+    if isinstance(exc, sdk.APIConnectionError):
+        cause = exc.__cause__
+        detail = f"{type(cause).__name__}: {cause}" if cause is not None else exc.message
+        return LLMError(f"{where}: connection failed: {detail}", retryable=True)
+    if isinstance(exc, sdk.APIStatusError):
+        status = exc.status_code
+        message = getattr(exc, "api_message", None) or error_text(exc.body, exc.message)
+        return LLMError(
+            f"{where}: HTTP {status}: {message}",
+            retryable=is_retryable_status(status),
+            retry_after=retry_after_seconds(exc.response.headers),
+            status=status,
+        )
+    # a response the SDK could not validate, or any other body it could not use
+    return LLMError(f"{where}: malformed response: {exc.message}", retryable=True)
