@@ -44,116 +44,28 @@ CorpusOpt = typer.Option(
 JsonOpt = typer.Option(False, "--json", help="Print JSON instead of tables.")
 
 
-def _pct(value: float) -> str:
-    return f"{100 * value:.0f}%"
-
-
-def _ratio(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f}"
-
-
 def render_reports(reports: list[LabelingReport]) -> None:
     """Tables VII, VIII and IX, attribution and controls, one row per configuration."""
+    from rich.markup import escape
     from rich.table import Table
 
-    first = reports[0]
-    console.print(
-        f"authored policy: {first.authored_permits} permit / {first.authored_denies} deny"
-        f" of {first.flows:,} flows",
-        highlight=False,
-    )
-    t7 = Table(title="Table VII: label conformance against the authored policy (draw 1)")
-    for col in ("configuration", "backend", "Tier", "ACL", "PV", "OB", "O:U", "failed"):
-        t7.add_column(col, justify="left" if col in ("configuration", "backend") else "right")
-    for r in reports:
-        c = r.conformance
-        t7.add_row(
-            r.name,
-            r.backend + (" (test double)" if r.test_double else ""),
-            _pct(c.tier_rate),
-            _pct(c.acl_rate),
-            str(c.privacy_violations),
-            str(c.over_blocks),
-            _ratio(c.over_under),
-            str(c.failures),
-        )
-    console.print(t7)
-    multi = [r for r in reports if r.stability is not None]
-    if multi:
-        t8 = Table(title="Table VIII: self-consistency across draws")
-        for col in ("configuration", "draws", "Tier", "ACL", "All", "Unstable", "UUD"):
-            t8.add_column(col, justify="left" if col == "configuration" else "right")
-        t9 = Table(title="Table IX: induced privacy violations per draw")
-        most = max(r.draws for r in multi)
-        t9.add_column("configuration")
-        for n in range(1, most + 1):
-            t9.add_column(f"Draw {n}", justify="right")
-        for col in ("Min", "Max", "Range", "majority vote"):
-            t9.add_column(col, justify="right")
-        for r in multi:
-            s = r.stability
-            assert s is not None
-            d = s.as_dict()
-            t8.add_row(
-                r.name,
-                str(s.draws),
-                _pct(d["tier_stability"]),
-                _pct(d["acl_stability"]),
-                _pct(d["all_stability"]),
-                str(s.unstable_flows),
-                str(s.unstable_denied),
+    from privacy_ci.labeling._report import authored_line, report_notes, report_tables
+
+    console.print(authored_line(reports), highlight=False)
+    for spec in report_tables(reports):
+        table = Table(title=spec.title)
+        for i, header in enumerate(spec.headers):
+            cells = [row[i] for row in spec.rows]
+            numeric = bool(cells) and all(
+                c.rstrip("%").replace(".", "").isdigit() or c in ("", "—") for c in cells
             )
-            per = [str(v) for v in s.violations_per_draw] + [""] * (most - s.draws)
-            vote = "—" if r.ensemble is None else str(r.ensemble.privacy_violations)
-            t9.add_row(
-                r.name,
-                *per,
-                str(d["violations_min"]),
-                str(d["violations_max"]),
-                str(d["violations_range"]),
-                vote,
-            )
-        console.print(t8)
-        console.print(t9)
-    ta = Table(title="Attribution by counterfactual flip-back (draw 1)")
-    ta.add_column("configuration")
-    ta.add_column("induced")
-    ta.add_column("field restored alone -> authored decision")
-    for r in reports:
-        for kind, counts in r.attribution.items():
-            text = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none induced"
-            ta.add_row(r.name, kind.replace("_", " "), text)
-    console.print(ta)
-    tc = Table(title="Controls (draw 1)")
-    tc.add_column("configuration")
-    tc.add_column("tier conformance by authored tier")
-    tc.add_column("inert field (extra_sensitive inverted)")
-    for r in reports:
-        cue = ", ".join(
-            f"{tier} {_pct(row['tier_conformance'])} of {row['documents']}"
-            for tier, row in r.tier_cue.items()
-        )
-        inert = r.inert_field
-        tc.add_row(
-            r.name,
-            cue,
-            f"{inert['decisions_changed']} of {inert['flows']:,} changed;"
-            f" permits {inert['permits_before']} -> {inert['permits_after']}",
-        )
-    console.print(tc)
-    for r in reports:
-        if r.failures:
-            console.print(
-                f"[yellow]{r.name}: {len(r.failures)} label(s) failed and deny every request"
-                f" for their document[/]; first: {r.failures[0]['doc_id']} draw"
-                f" {r.failures[0]['draw']}: {r.failures[0]['failure']}",
-                highlight=False,
-            )
-        if r.test_double:
-            console.print(
-                f"[red]{r.name}: produced by the scripted test double, not a model[/]",
-                highlight=False,
-            )
+            table.add_column(header, justify="right" if numeric else "left")
+        for row in spec.rows:
+            table.add_row(*(escape(cell) for cell in row))
+        console.print(table)
+    for note in report_notes(reports):
+        colour = "red" if note.endswith("not a model") else "yellow"
+        console.print(f"[{colour}]{escape(note)}[/]", highlight=False)
 
 
 @app.command("run")

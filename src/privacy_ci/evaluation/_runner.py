@@ -53,6 +53,7 @@ from privacy_ci.evaluation._metrics import score_run
 from privacy_ci.judging._methods import event_from_case
 from privacy_ci.judging._types import Event, Judgment, Method
 from privacy_ci.llm import GenerationSettings, LLMClient
+from privacy_ci.llm._scripted import TEST_DOUBLE_PROVIDER, is_test_double
 
 __all__ = [
     "DEFAULT_METHOD_PROMPTS",
@@ -75,8 +76,6 @@ RECORDS_FILE = "records.jsonl"
 METRICS_FILE = "metrics.json"
 MANIFEST_VERSION = 1
 
-TEST_DOUBLE_PROVIDER = "scripted-test-double"
-"""The provider name of `privacy_ci.llm._scripted.ScriptedTestBackend`: never a model."""
 
 DEFAULT_METHOD_PROMPTS: dict[str, tuple[str, ...]] = {
     "dp": ("dp",),
@@ -92,11 +91,6 @@ for methods that do not say themselves (a ``prompt_names`` attribute)."""
 
 class RunMismatch(PrivacyCIError):
     """An output folder holds a different run than the one asked for."""
-
-
-def is_test_double(backend: str | None) -> bool:
-    """Whether a ``provider:model`` (or a provider) names the scripted test backend."""
-    return bool(backend) and str(backend).split(":", 1)[0] == TEST_DOUBLE_PROVIDER
 
 
 def case_event(case: Case) -> Event:

@@ -21,13 +21,12 @@ from privacy_ci.conductor import Corpus, Gate, Label, Requester
 from privacy_ci.errors import PrivacyCIError
 from privacy_ci.labeling._labeler import LabelingRun
 from privacy_ci.labeling._schema import MODEL_FIELDS, ProposedLabel, substitute
-from privacy_ci.llm._scripted import ScriptedTestBackend
+from privacy_ci.llm._scripted import is_test_double
 
 Flow = tuple[str, str]
 """(agent id, document id)."""
 
 FAILED = "label failed"
-TEST_DOUBLE_PROVIDER = ScriptedTestBackend.provider
 
 
 class Adjudicator:
@@ -400,7 +399,7 @@ def analyze_run(run: LabelingRun, corpus: Corpus, *, allow_partial: bool = False
         failures=[
             {"doc_id": r.doc_id, "draw": r.draw, "failure": r.failure} for r in run.failures()
         ],
-        test_double=run.backend.split(":", 1)[0] == TEST_DOUBLE_PROVIDER,
+        test_double=is_test_double(run.backend),
     )
 
 

@@ -20,6 +20,14 @@ from privacy_ci.llm._types import (
 
 Script = Callable[[Sequence[Message], GenerationSettings], "str | LLMError"]
 
+TEST_DOUBLE_PROVIDER = "scripted-test-double"
+"""The provider name every `ScriptedTestBackend` completion carries: never a model."""
+
+
+def is_test_double(backend: str | None) -> bool:
+    """Whether a ``provider:model`` (or a provider) names the scripted test backend."""
+    return bool(backend) and str(backend).split(":", 1)[0] == TEST_DOUBLE_PROVIDER
+
 
 class ScriptedTestBackend:
     """Answers from a list (in order) or a function of the messages.
@@ -30,7 +38,7 @@ class ScriptedTestBackend:
         cycle: repeat the list instead of failing when it runs out.
     """
 
-    provider = "scripted-test-double"
+    provider = TEST_DOUBLE_PROVIDER
     base_url = "scripted://"
 
     def __init__(
