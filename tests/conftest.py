@@ -1,4 +1,7 @@
-"""Shared fixtures: the packaged Riverside corpus and the real data directory."""
+"""Shared fixtures: the packaged Riverside corpus, the real data directory and the papers.
+
+Missing data or papers skip on a developer's machine and fail in CI (see `tests._shared`).
+"""
 
 from __future__ import annotations
 
@@ -8,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from privacy_ci.conductor import Corpus, Gate, load_corpus
+from tests._shared import REPO, require_data
 
-REPO = Path(__file__).resolve().parents[1]
+__all__ = ["REPO"]
 
 # A relative PRIVACY_CI_DATA (CI passes ../shared/data) must survive tests that chdir.
 if os.environ.get("PRIVACY_CI_DATA"):
@@ -28,8 +32,8 @@ def gate(corpus: Corpus) -> Gate:
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """The real public data (`PRIVACY_CI_DATA`, else ../shared/data); skip if absent."""
-    path = Path(os.environ.get("PRIVACY_CI_DATA", REPO.parent / "shared" / "data"))
-    if not (path / "SOURCES.md").exists():
-        pytest.skip(f"shared data not found at {path}")
-    return path
+    """The real public data (`PRIVACY_CI_DATA`, else ../shared/data).
+
+    Absent or incomplete: a skip for a developer, a failure in CI.
+    """
+    return require_data()

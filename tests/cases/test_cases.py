@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import csv
 import hashlib
 import json
 import shutil
@@ -194,12 +196,62 @@ def test_applicable_is_a_compliance_view(datasets: dict[str, Dataset]) -> None:
 # ---------------------------------------------------------------------------------
 # gold ids
 # ---------------------------------------------------------------------------------
+# where each HIPAA dataset keeps its gold ids (SOURCES.md): file, column
+GOLD_COLUMNS: dict[str, tuple[str, str]] = {
+    "real": ("goldcoin/real.json", "refer_ids"),
+    "synthetic": ("goldcoin/synthetic.json", "refer_ids"),
+    "goldcoin-real-applicability": (
+        "goldcoin/test_real_cases_hipaa_applicability.csv",
+        "refer_regulation",
+    ),
+    "goldcoin-real-compliance": (
+        "goldcoin/test_real_cases_hipaa_compliance.csv",
+        "refer_regulation",
+    ),
+    "goldcoin-synthetic-applicability": (
+        "goldcoin/train_generate_cases_hipaa_applicability.csv",
+        "generate_regulation_ids",
+    ),
+    "goldcoin-synthetic-compliance": (
+        "goldcoin/train_generate_cases_hipaa_compliance.csv",
+        "generate_regulation_ids",
+    ),
+    "goldcoin-val-applicability": (
+        "goldcoin/val_generate_cases_hipaa_applicability.csv",
+        "generate_regulation_ids",
+    ),
+    "goldcoin-val-compliance": (
+        "goldcoin/val_generate_cases_hipaa_compliance.csv",
+        "generate_regulation_ids",
+    ),
+    "privaci-hipaa": ("privaci_bench/hipaa.jsonl", "followed_articles + violated_articles"),
+}
+
+
+def raw_gold_mentions(shared_data: Path, name: str) -> int:
+    """Gold ids of a dataset counted straight from its file (json / csv / jsonl)."""
+    rel, column = GOLD_COLUMNS[name]
+    path = shared_data / "cases" / rel
+    if rel.endswith(".json"):
+        return sum(len(entry[column]) for entry in json.loads(path.read_text("utf-8")))
+    if rel.endswith(".jsonl"):
+        rows = [json.loads(line) for line in path.read_text("utf-8").splitlines() if line]
+        return sum(len(r["followed_articles"]) + len(r["violated_articles"]) for r in rows)
+    with path.open(encoding="utf-8", newline="") as f:
+        header, *rows = list(csv.reader(f))
+    i = header.index(column)  # the first column of that name
+    return sum(len(ast.literal_eval(row[i])) for row in rows if row[i].strip())
+
+
 @pytest.mark.parametrize("name", HIPAA_DATASETS)
-def test_every_hipaa_gold_id_resolves(datasets: dict[str, Dataset], name: str) -> None:
+def test_every_hipaa_gold_id_resolves(
+    datasets: dict[str, Dataset], name: str, shared_data: Path
+) -> None:
     ds = datasets[name]
     report = ds.report
     assert report.gold_status == "resolved"
-    assert report.gold_resolved == report.gold_mentions > 0
+    assert report.gold_resolved == report.gold_mentions == raw_gold_mentions(shared_data, name)
+    assert report.gold_mentions > 0
     assert report.resolution_rate == 1.0 and not report.unresolved
     quirks = [n for n in report.notes if "not-applicable case(s) cite gold ids" in n]
     assert len(quirks) == (name == "goldcoin-val-applicability")
@@ -384,7 +436,9 @@ def test_no_placeholder_survives(datasets: dict[str, Dataset]) -> None:
                 assert value is None or value == value.strip()
 
 
-def test_placeholders_are_reported_and_kept_in_extra(datasets: dict[str, Dataset]) -> None:
+def test_placeholders_are_reported_and_kept_in_extra(
+    datasets: dict[str, Dataset], shared_data: Path
+) -> None:
     privaci = datasets["privaci-hipaa"]
     assert all(c.consent_form is None for c in privaci)  # always "" in the file
     assert privaci.report.placeholder_counts()["consent_form"] == 214
@@ -400,7 +454,14 @@ def test_placeholders_are_reported_and_kept_in_extra(datasets: dict[str, Dataset
     consent = Counter(c.consent_form for c in aclu)
     assert consent[None] == 63 and consent["Consent; Authorization"] == 1
     applicability = datasets["goldcoin-real-applicability"]
-    assert applicability.report.placeholders[("consent_form", "None")] > 0
+    # the raw "Consented By" of the CSV's characteristics, exactly "None"
+    csv_path = shared_data / "cases" / "goldcoin" / "test_real_cases_hipaa_applicability.csv"
+    with csv_path.open(encoding="utf-8", newline="") as f:
+        consented = Counter(
+            ast.literal_eval(row["generate_characteristics"]).get("Consented By")
+            for row in csv.DictReader(f)
+        )
+    assert applicability.report.placeholders[("consent_form", "None")] == consented["None"] == 85
     assert "None (Consent not explicitly mentioned)" in {
         raw for (name, raw) in applicability.report.placeholders if name == "consent_form"
     }

@@ -150,7 +150,12 @@ def test_policy_version_changes_with_content(corpus: Corpus) -> None:
 ACTIVE = (*ROLES, None, "Surgeon")
 CONTEXTS = ("Medical", "Administrative", "HR", "Internal", "Public", "Patient", None, "Finance")
 TIERS = tuple(NEEDS)
-ACLS = [frozenset(c) for n in range(len(ROLES) + 1) for c in itertools.combinations(ROLES, n)]
+UNKNOWN_ROLE = "Surgeon"  # not a role of the policy: a label naming it is invalid
+ACLS = [
+    frozenset(c)
+    for n in range(len(ROLES) + 2)
+    for c in itertools.combinations((*ROLES, UNKNOWN_ROLE), n)
+]
 
 
 def test_exhaustive_decision_space_against_spec(gate: Gate) -> None:
@@ -184,6 +189,10 @@ def test_exhaustive_decision_space_against_spec(gate: Gate) -> None:
             assert got.permitted == (want == "permit")
             checked += 1
     assert checked == len(ACTIVE) * len(CONTEXTS) * 4 * len(TIERS) * len(ACLS) * 2
+    # the pool holds every ACL with and without the unknown role (the ACL-subset check)
+    assert len(ACLS) == 2 ** (len(ROLES) + 1)
+    assert sum(UNKNOWN_ROLE in acl for acl in ACLS) == len(ACLS) // 2
+    assert UNKNOWN_ROLE not in AUTH and UNKNOWN_ROLE not in gate.roles
 
 
 def test_batch_keeps_invalid_labels_as_denials(gate: Gate, corpus: Corpus) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -36,16 +35,8 @@ from privacy_ci.data import (
 )
 from privacy_ci.errors import DataIntegrityError, PrivacyCIError
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
 Route = Callable[[str], tuple[int, bytes]]
 """Maps a request path (percent-decoded, starting with ``/``) to (status, body)."""
-
-
-def shared_data_dir() -> Path:
-    """The reference data folder: ``$PRIVACY_CI_DATA`` or ``../shared/data``."""
-    env = os.environ.get("PRIVACY_CI_DATA", "").strip()
-    return Path(env) if env else REPO_ROOT.parent / "shared" / "data"
 
 
 @dataclass
@@ -100,15 +91,6 @@ def _local_only(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("all_proxy", raising=False)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.setenv("PRIVACY_CI_CACHE", str(tmp_path / "cache-env"))
-
-
-@pytest.fixture(scope="session")
-def shared_data() -> Path:
-    """The reference data folder; skips the test when it is absent."""
-    root = shared_data_dir()
-    if not all((root / s.path).is_file() for s in SOURCES):
-        pytest.skip(f"reference data not found in {root} (set PRIVACY_CI_DATA)")
-    return root
 
 
 @pytest.fixture

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import ast
+import csv
+import json
+import re
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,41 +76,119 @@ def test_baselines_on_toy_data() -> None:
         assert rule.predictions[case.id] is expected
 
 
+# ---------------------------------------------------------------------------------
+# the expected figures, computed here from the raw files (json/csv, not the loaders)
+# ---------------------------------------------------------------------------------
+# The health-information rule, re-typed from its definition (privacy_ci.evaluation's
+# module notes): whole-word, case-insensitive, on the information-type field only.
+HEALTH = re.compile(
+    r"\b(?:health|medical|medicine|medication|mental|psychiatr\w*|psychotherap\w*|phi|hiv"
+    r"|diagnos\w*|treatment|prescription\w*|patient|hospital\w*|clinical|dental|surg\w*"
+    r"|blood)\b",
+    re.IGNORECASE,
+)
+GOLD = {"positive_norm": "permit", "negative_norm": "prohibit", "not applicable": "not_applicable"}
+CSV_GOLD = {"Permit": "permit", "Forbid": "prohibit", "Not Applicable": "not_applicable"}
+THREE = ("permit", "prohibit", "not_applicable")
+
+
+def raw_goldcoin(shared_data: Path, name: str) -> list[tuple[str, str]]:
+    """(gold class, information type) per case of cases/goldcoin/<name>.json."""
+    rows = json.loads((shared_data / "cases" / "goldcoin" / f"{name}.json").read_text("utf-8"))
+    return [(GOLD[r["norm_type"]], r["information_type"]) for r in rows]
+
+
+def rule(information_type: str) -> str:
+    return "permit" if HEALTH.search(information_type) else "not_applicable"
+
+
+def class_scores(pairs: list[tuple[str, str]], label: str) -> dict[str, float]:
+    tp = sum(g == p == label for g, p in pairs)
+    predicted = sum(p == label for _, p in pairs)
+    support = sum(g == label for g, _ in pairs)
+    precision = tp / predicted if predicted else 0.0
+    recall = tp / support if support else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1, "predicted": predicted}
+
+
+def macro(pairs: list[tuple[str, str]], classes: tuple[str, ...]) -> float:
+    return sum(class_scores(pairs, c)["f1"] for c in classes) / len(classes)
+
+
+def check_scores(got: Any, pairs: list[tuple[str, str]], classes: tuple[str, ...]) -> None:
+    """The package's scores of a baseline equal the ones computed here from `pairs`."""
+    correct = sum(g == p for g, p in pairs)
+    assert (got["correct"], got["n"]) == (correct, len(pairs))
+    assert got["accuracy"] == pytest.approx(correct / len(pairs), abs=1e-6)
+    per_class = got["per_class"]
+    assert set(per_class) == set(classes)
+    for c in classes:
+        want = class_scores(pairs, c)
+        for key in ("precision", "recall", "f1"):
+            assert per_class[c][key] == pytest.approx(want[key], abs=1e-6), (c, key)
+        assert per_class[c]["predicted"] == want["predicted"]
+    assert got["macro_f1"] == pytest.approx(macro(pairs, classes), abs=1e-6)
+
+
 def test_baselines_on_real(shared_data: Path) -> None:
+    raw = raw_goldcoin(shared_data, "real")
+    pairs = [(gold, rule(info)) for gold, info in raw]
     real = load_dataset("real", shared_data)
     scores = baseline_scores(real.cases, real.protocol, bootstrap=0)
-    rule = scores["health-rule"]["scores"]
-    main = rule["main"]
-    # measured: 183 of 214 right (the brief's "about 0.855"); prohibit never predicted
-    assert (main["correct"], main["n"]) == (183, 214)
-    assert main["accuracy"] == pytest.approx(0.855140, abs=1e-6)
-    assert main["per_class"]["prohibit"]["recall"] == 0.0
-    assert main["per_class"]["prohibit"]["predicted"] == 0
-    assert main["per_class"]["permit"]["f1"] == pytest.approx(0.8324, abs=1e-4)
-    assert main["per_class"]["not_applicable"]["f1"] == pytest.approx(0.9507, abs=1e-4)
-    assert main["macro_f1"] == pytest.approx(0.5944, abs=1e-4)
-    assert rule["compliance"]["macro_f1"] == pytest.approx(0.4185, abs=1e-4)
-    assert rule["applicability"]["accuracy"] == pytest.approx(203 / 214)
-    maj = scores["majority"]["scores"]["main"]
-    assert maj["accuracy"] == 0.5  # 107 not applicable of 214
-    assert maj["per_class"]["not_applicable"]["recall"] == 1.0
-    assert "not_applicable" in scores["majority"]["description"]
+    health = scores["health-rule"]["scores"]
+    check_scores(health["main"], pairs, THREE)
+    # the brief's "about 0.855": 183 of 214; prohibit is never predicted
+    assert (health["main"]["correct"], health["main"]["n"]) == (183, 214)
+    assert health["main"]["per_class"]["prohibit"]["predicted"] == 0
+    # compliance: the applicable cases only, permit vs prohibit (not applicable is wrong)
+    applicable = [(g, p) for g, p in pairs if g != "not_applicable"]
+    assert len(applicable) == 107
+    check_scores(health["compliance"], applicable, ("permit", "prohibit"))
+    # applicability: applicable vs not applicable
+    app = [(g != "not_applicable", p != "not_applicable") for g, p in pairs]
+    right = sum(g == p for g, p in app)
+    assert health["applicability"]["correct"] == right
+    assert health["applicability"]["accuracy"] == pytest.approx(right / len(app), abs=1e-6)
+    # majority: the most frequent gold class, predicted for every case
+    counts = Counter(gold for gold, _ in raw)
+    assert counts == {"not_applicable": 107, "permit": 87, "prohibit": 20}
+    top = max(THREE, key=lambda c: (counts[c], -THREE.index(c)))
+    maj = scores["majority"]
+    check_scores(maj["scores"]["main"], [(gold, top) for gold, _ in raw], THREE)
+    assert top == "not_applicable" and top in maj["description"]
 
 
 def test_baselines_on_synthetic(shared_data: Path) -> None:
+    raw = raw_goldcoin(shared_data, "synthetic")
+    pairs = [(gold, rule(info)) for gold, info in raw]
     syn = load_dataset("synthetic", shared_data)
     scores = baseline_scores(syn.cases, syn.protocol, bootstrap=0)
-    main = scores["health-rule"]["scores"]["main"]
-    assert (main["correct"], main["n"]) == (527, 618)
-    assert main["per_class"]["prohibit"]["recall"] == 0.0
-    assert main["macro_f1"] == pytest.approx(0.5843, abs=1e-4)
-    assert scores["majority"]["scores"]["main"]["accuracy"] == 0.5  # 309 of 618
+    check_scores(scores["health-rule"]["scores"]["main"], pairs, THREE)
+    assert len(pairs) == 618
+    counts = Counter(gold for gold, _ in raw)
+    top = max(THREE, key=lambda c: (counts[c], -THREE.index(c)))
+    assert (top, counts[top]) == ("not_applicable", 309)
+    check_scores(scores["majority"]["scores"]["main"], [(g, top) for g, _ in raw], THREE)
 
 
 def test_baselines_under_the_compliance_protocol(shared_data: Path) -> None:
+    path = shared_data / "cases" / "goldcoin" / "test_real_cases_hipaa_compliance.csv"
+    with path.open(encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    gold = [CSV_GOLD[row["generate_HIPAA_type"]] for row in rows]
+    types = [ast.literal_eval(row["generate_characteristics"])["Type"] for row in rows]
+    counts = Counter(gold)
+    assert set(counts) == {"permit", "prohibit"}
+    top = max(("permit", "prohibit"), key=lambda c: counts[c])
     comp = load_dataset("goldcoin-real-compliance", shared_data)
     scores = baseline_scores(comp.cases, comp.protocol, bootstrap=0)
     maj = scores["majority"]["scores"]["main"]
     assert maj["task"] == "compliance"
-    assert (maj["correct"], maj["n"]) == (87, 107)  # always permit
-    assert maj["macro_f1"] == pytest.approx(0.4485, abs=1e-4)
+    check_scores(maj, [(g, top) for g in gold], ("permit", "prohibit"))
+    assert (top, counts[top], len(gold)) == ("permit", 87, 107)  # always permit
+    # the health rule under this protocol: its not_applicable answers are wrong
+    health = scores["health-rule"]["scores"]["main"]
+    check_scores(
+        health, [(g, rule(t)) for g, t in zip(gold, types, strict=True)], ("permit", "prohibit")
+    )

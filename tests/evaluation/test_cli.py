@@ -116,14 +116,12 @@ def test_eval_rejects_unknown_method(env: Path) -> None:
 
 @pytest.mark.slow
 def test_eval_with_the_embedded_model(env: Path) -> None:
-    from privacy_ci.llm._embedded import default_model_path, llama_cpp_available
+    from privacy_ci.llm._embedded import embedded_unavailable_reason
 
-    if not llama_cpp_available():
-        pytest.skip("llama_cpp not installed")
-    try:
-        default_model_path()
-    except Exception:
-        pytest.skip("embedded model not installed")
+    # only a missing llama_cpp or GGUF skips; any other error fails the test
+    reason = embedded_unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
     result = CliRunner().invoke(
         app,
         [

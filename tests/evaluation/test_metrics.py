@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+import numpy as np
 import pytest
 
 from privacy_ci.evaluation import (
@@ -122,7 +123,9 @@ def test_score_bundles_everything() -> None:
     assert (s.n, s.correct, s.unparsed) == (8, 4, 2)
     assert s.accuracy == 0.5
     assert s.macro_f1 == pytest.approx(73 / 126)
-    assert s.macro_f1_ci is not None
+    # the interval is the bootstrap of these pairs with the resamples asked for, seed 0
+    assert s.macro_f1_ci == bootstrap_interval(PAIRS, CLASSES, resamples=100, seed=0)
+    assert s.macro_f1_ci.low <= s.macro_f1 <= s.macro_f1_ci.high
     d = s.as_dict()
     assert d["confusion"]["columns"][-1] == UNPARSED
     assert d["per_class"][P]["f1"] == pytest.approx(4 / 7, abs=1e-6)
@@ -143,6 +146,13 @@ def test_binary_compliance_on_applicable_cases() -> None:
     assert s2.confusion.columns == (P, X, N, UNPARSED)
 
 
+def _f1(pairs: list[tuple[str, str | None]], label: str) -> float:
+    tp = sum(g == p == label for g, p in pairs)
+    predicted = sum(p == label for _, p in pairs)
+    gold = sum(g == label for g, _ in pairs)
+    return 2 * tp / (predicted + gold) if predicted + gold else 0.0
+
+
 def test_binary_compliance_as_the_paper_prints_it() -> None:
     pairs = [*PAIRS, (N, P)]
     s = binary_compliance(pairs, scope="all", bootstrap=50)
@@ -151,7 +161,19 @@ def test_binary_compliance_as_the_paper_prints_it() -> None:
     three = per_class(pairs, CLASSES)
     assert s.per_class[P] == three[P] and s.per_class[X] == three[X]
     assert s.macro_f1 == pytest.approx((three[P].f1 + three[X].f1) / 2)
-    assert s.macro_f1_ci is not None
+    # its interval: the mean of the two F1s over 50 resamples of all cases, seed 0
+    rng = np.random.default_rng(0)
+    values = []
+    for _ in range(50):
+        sample = [pairs[int(j)] for j in rng.integers(0, len(pairs), size=len(pairs))]
+        values.append((_f1(sample, P) + _f1(sample, X)) / 2)
+    low, high = np.quantile(values, [0.025, 0.975])
+    ci = s.macro_f1_ci
+    assert ci is not None and (ci.level, ci.method) == (
+        0.95,
+        "bootstrap percentile, 50 resamples, seed 0",
+    )
+    assert (ci.low, ci.high) == pytest.approx((low, high))
     with pytest.raises(ValueError):
         binary_compliance(pairs, scope="some")  # type: ignore[arg-type]
 

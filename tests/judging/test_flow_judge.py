@@ -40,9 +40,10 @@ from privacy_ci.llm import GenerationSettings, LLMClient, LLMError, Message
 from privacy_ci.llm._cache import ResponseCache
 from privacy_ci.llm._scripted import ScriptedTestBackend
 from privacy_ci.llm._types import parse_structured
+from tests._shared import paper as paper_path
 from tests.llm.fake_openai_server import FakeLLMServer, Fault, running_server
 
-PAPER = Path(__file__).resolve().parents[3] / "shared" / "papers" / "privacy-conductor.txt"
+PAPER = "privacy-conductor.txt"
 
 NARRATIVE = (
     "Dr. Reed, a physician at Mercy Clinic, emailed Ann Lee's HIV test result to her "
@@ -96,11 +97,10 @@ def scripted(answers: Sequence[str | LLMError], **kwargs: Any) -> tuple[Any, Scr
 # ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["flow_judge_system", "flow_judge_user"])
 def test_prompts_are_in_the_paper_word_for_word(name: str) -> None:
-    if not PAPER.exists():
-        pytest.skip("paper text not available")
+    paper = paper_path(PAPER).read_text("utf-8")
     text = load_prompt(name).text
     # documented deviation (prompts/README.md): <name> for the paper's {name}
-    assert squash(re.sub(r"<([a-z_]+)>", r"{\1}", text)) in squash(PAPER.read_text("utf-8"))
+    assert squash(re.sub(r"<([a-z_]+)>", r"{\1}", text)) in squash(paper)
 
 
 def test_prompt_texts_and_variables() -> None:

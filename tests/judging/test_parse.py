@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from privacy_ci.ci import Verdict
@@ -84,7 +86,7 @@ HANDWRITTEN: list[tuple[str, Verdict | None]] = [
     ("choice - B", B),
 ]
 
-DECORATIONS = [
+DECORATIONS: list[Callable[[str], str]] = [
     lambda s: s,
     lambda s: f"Execution:\n1. - Reviewed the event.\n2. - Compared with the rules.\n\n{s}",
     lambda s: f"{s}\n",
@@ -126,6 +128,92 @@ def test_parse(text: str, want: Verdict | None) -> None:
 def test_parse_failure_is_never_guessed() -> None:
     for text in ("", "Choice: [A. Prohibited | B. Permitted | C. Not related ]", "no idea"):
         assert parse_verdict(text).verdict is None
+    for text in ECHOES.values():
+        assert parse_verdict(text).verdict is None, text
+
+
+# The answer format echoed back, in every layout a model uses: none of them chooses.
+ECHOES: dict[str, str] = {
+    "pipes": "Choice: [A. Prohibited | B. Permitted | C. Not related ]",
+    "brackets-slashes": "Choice: [A. Prohibited / B. Permitted / C. Not related]",
+    "slashes": "Choice: A. Prohibited / B. Permitted / C. Not related",
+    "commas": "Choice: A. Prohibited, B. Permitted, C. Not related",
+    "commas-or": "Choice: A. Prohibited, B. Permitted, or C. Not related",
+    "or": "Choice: A. Prohibited or B. Permitted or C. Not related",
+    "and-slash-or": "Answer: A. Prohibited and/or B. Permitted",
+    "semicolons-braces": "Choice: {A. Prohibited; B. Permitted; C. Not related}",
+    "dashes": "Decision: Prohibited - Permitted - Not related",
+    "parentheses": "Choice: (A) Prohibited (B) Permitted (C) Not related",
+    "parenthesised-alternative": "Choice: A. Prohibited (or B. Permitted)",
+    "letters-slashes": "Choice: A/B/C",
+    "letters-pipes": "Choice: [A|B|C]",
+    "letters-commas-or": "Choice: A, B or C",
+    "letters-parentheses": "Final answer: (A), (B) or (C)",
+    "two-letters-or": "Choice: A or B",
+    "words-or": "Choice: Prohibited or Permitted",
+    "words-slashes": "Choice: Prohibited / Permitted / Not related",
+    "long-words": "Choice: [The event is prohibited by HIPAA / The event is permitted by HIPAA]",
+    "unlabelled-inline": "(A) Prohibited, (B) Permitted, (C) Not related",
+    "question-inline": (
+        "(A) The event is prohibited by HIPAA. (B) The event is permitted by HIPAA."
+        " (C) The event is not related to HIPAA."
+    ),
+    "format-line-slashes": "Output Format:\nChoice: [A. Prohibited / B. Permitted / C. Not related]",
+    "format-line-inline": "Output format: Choice: A. Prohibited, B. Permitted or C. Not related",
+    "newlines-after-label": "Choice:\nA. Prohibited\nB. Permitted\nC. Not related",
+    "newlines-first-on-label": "Choice: A. Prohibited\nB. Permitted\nC. Not related",
+    "newlines-bullets": "Choice:\n- Prohibited\n- Permitted\n- Not related",
+    "newlines-numbered": "1. (A) Prohibited\n2. (B) Permitted\n3. (C) Not related",
+    "newlines-brackets-blank-lines": "Choice: [\n(A) Prohibited\n\n(B) Permitted\n\n(C) Not related\n]",
+    "newlines-letters": "Choice:\nA\nB\nC",
+}
+ECHO_CASES = [
+    pytest.param(decorate(text), id=f"{name}-{i}")
+    for name, text in ECHOES.items()
+    for i, decorate in enumerate(DECORATIONS)
+]
+
+
+@pytest.mark.parametrize("text", ECHO_CASES)
+def test_an_echoed_option_list_is_unparsed(text: str) -> None:
+    got = parse_verdict(text)
+    assert (got.verdict, got.method) == (None, "unparsed"), (text, got)
+
+
+@pytest.mark.parametrize("name", list(ECHOES))
+@pytest.mark.parametrize(
+    ("answer", "want"),
+    [
+        ("Choice: B", B),
+        ("B. Permitted", B),
+        ("(A) Prohibited", P),
+        ("The event is not related to HIPAA.", C),
+        ("The disclosure is not permitted.", P),
+    ],
+)
+def test_an_answer_after_an_echo_still_counts(name: str, answer: str, want: Verdict) -> None:
+    text = f"{ECHOES[name]}\n\n{answer}"
+    assert parse_verdict(text).verdict is want, text
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        # one option, however bracketed, is a choice, not a list
+        ("Choice: [C. Not related]", C),
+        ("Choice: (B) Permitted.", B),
+        ("Choice: [A]", P),
+        ("Choice: B. Permitted (not prohibited)", B),
+        ("Choice: B - permitted, not prohibited", B),
+        # a revision on its own labelled line, and a repeated option, are not lists
+        ("Choice: B. Permitted\nChoice: C. Not related", C),
+        ("Choice: B\nB. Permitted", B),
+        ("Permitted, not prohibited.", B),
+        ("It is not prohibited or restricted; it is permitted.", B),
+    ],
+)
+def test_single_options_are_not_mistaken_for_echoes(text: str, want: Verdict) -> None:
+    assert parse_verdict(text).verdict is want, text
 
 
 @pytest.mark.parametrize(

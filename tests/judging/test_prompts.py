@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from privacy_ci.errors import PrivacyCIError
 from privacy_ci.judging._prompts import load_prompt, prompt_hashes
+from tests._shared import paper as paper_path
 
-PAPER = Path(__file__).resolve().parents[3] / "shared" / "papers" / "privacy-checklist.txt"
+PAPER = "privacy-checklist.txt"
 NAMES = [
     "dp",
     "cot_auto",
@@ -30,9 +30,7 @@ def squash(text: str) -> str:
 
 @pytest.mark.parametrize("name", [n for n in NAMES if n != "ci_extract"])
 def test_prompt_is_in_the_paper_word_for_word(name: str) -> None:
-    if not PAPER.exists():
-        pytest.skip("paper text not available")
-    paper = squash(PAPER.read_text(encoding="utf-8"))
+    paper = squash(paper_path(PAPER).read_text(encoding="utf-8"))
     text = load_prompt(name).text
     # documented deviations (prompts/README.md): one variable syntax, one filter spelling
     text = text.replace("<generated_num>", "{generated_num}")

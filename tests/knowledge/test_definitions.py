@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import json
 from pathlib import Path
@@ -82,7 +83,12 @@ def test_hipaa_exact_and_normalised_lookup(
 def test_hipaa_fuzzy_lookup(hipaa: Definitions) -> None:
     matches = hipaa.lookup("protected health info")
     assert matches[0].term == "Protected health information"
-    assert matches[0].method == "fuzzy" and 0.7 < matches[0].score < 1.0
+    # stems "protect health info" / "protect health information": Jaccard 2/4 loses to
+    # 0.9 x the difflib ratio (2 x 19 matching characters / 45)
+    ratio = difflib.SequenceMatcher(
+        None, "protect health info", "protect health information", autojunk=False
+    ).ratio()
+    assert matches[0].method == "fuzzy" and matches[0].score == round(0.9 * ratio, 4) == 0.76
     assert [m.term for m in matches] == [
         "Protected health information",
         "Electronic protected health information",

@@ -19,8 +19,9 @@ from privacy_ci.labeling import (
     subject_name,
 )
 from privacy_ci.labeling._labeler import ORGANIZATION_SUBJECT, render_user_prompt
+from tests._shared import paper as paper_path
 
-PAPER = Path("/work/shared/papers/privacy-conductor.txt")
+PAPER = "privacy-conductor.txt"
 
 # Appendix C, "Labeler system prompt", as printed (line breaks set for column width).
 PAPER_SYSTEM_PROMPT = """
@@ -108,10 +109,9 @@ def test_user_prompt_template_is_the_papers() -> None:
     assert prompt.variables == {"title", "document_type", "subject_name", "content"}
 
 
-@pytest.mark.skipif(not PAPER.exists(), reason=f"{PAPER} not found")
 def test_the_embedded_constants_are_copied_from_the_paper() -> None:
     """Guards the constants above against a typo of ours: both are in the paper's text."""
-    paper = norm(PAPER.read_text(encoding="utf-8"))
+    paper = norm(paper_path(PAPER).read_text(encoding="utf-8"))
     system = paper.split("Labeler system prompt. ⬇ ", 1)[1].split(" Labeler user prompt.", 1)[0]
     assert system == norm(PAPER_SYSTEM_PROMPT)
     user = paper.split("organization-level (no individual subject). ⬇ ", 1)[1]

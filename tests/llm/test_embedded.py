@@ -34,6 +34,7 @@ from privacy_ci.llm._embedded import (
     choice_grammar,
     default_model_path,
 )
+from tests._shared import paper as paper_path
 
 # Table 7 of the Privacy Checklist paper, "DP" (direct prompt), verbatim; <event> -> {event}.
 DP_TEMPLATE = (
@@ -228,10 +229,8 @@ def test_concurrent_calls_are_serialised_and_match_sequential(backend: EmbeddedB
     assert asyncio.run(both()) == sequential
 
 
-def test_dp_template_is_verbatim_from_the_paper(shared_data: Path) -> None:
-    paper = shared_data.parent / "papers" / "privacy-checklist.txt"
-    if not paper.exists():
-        pytest.skip(f"{paper} not found")
+def test_dp_template_is_verbatim_from_the_paper() -> None:
+    paper = paper_path("privacy-checklist.txt")
 
     def norm(s: str) -> str:
         return " ".join(s.split())

@@ -81,14 +81,12 @@ def test_ask_reports_an_explicit_failure(server: tuple[FakeLLMServer, str]) -> N
 
 
 def test_ask_embedded_default() -> None:
-    from privacy_ci.llm._embedded import default_model_path, llama_cpp_available
+    from privacy_ci.llm._embedded import embedded_unavailable_reason
 
-    if not llama_cpp_available():
-        pytest.skip("llama_cpp not installed")
-    try:
-        default_model_path()
-    except Exception:
-        pytest.skip("embedded model not installed")
+    # only a missing llama_cpp or GGUF skips; any other error fails the test
+    reason = embedded_unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
     res = runner.invoke(app, ["llm", "ask", "Say OK.", "--max-tokens", "8", "--json"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.output)

@@ -6,6 +6,13 @@ related ]``; real models answer ``Choice: A``, ``(B) Permitted``,
 Choice: A"), or write prose ("this disclosure is not permitted"). A text with no
 recognisable choice is an explicit parse failure (`verdict is None`): counted
 wrong, as in the paper, never resampled silently and never guessed from a label.
+
+A model that echoes the option list chooses nothing, whatever its layout:
+``Choice: [A. Prohibited | B. Permitted | C. Not related]``, with slashes, commas,
+semicolons, "or"/"and", parentheses or braces between the options, bare letters
+(``Choice: A/B/C``), bare words (``Prohibited or Permitted``), or one option per
+line (with or without a ``Choice:`` label on the first). Such echoes are set
+aside before anything is read; an answer that follows them still counts.
 """
 
 from __future__ import annotations
@@ -61,6 +68,131 @@ _OPTION_VERDICT = {
 }
 
 
+# -- echoed option lists ------------------------------------------------------------
+# One option, in any of the spellings an option list uses: a letter ("A", "(B)"), a
+# word ("Prohibited", "The event is not related to HIPAA."), or both ("C. Not related").
+_OPTION_WORD = (
+    r"(?:the\s+event\s+is\s+)?"
+    r"(?P<word>prohibited|prohibit|forbidden|forbid|permitted|permit|not[\s_]+related"
+    r"|not[\s_]+applicable|unrelated)\b"
+    r"(?:\s+(?:by|to|under)\s+(?:the\s+)?hipaa(?:\s+privacy\s+rule)?\b)?"
+)
+_OPTION_ITEM = re.compile(
+    rf"(?:[abc](?:\s*[.:)\-–—]\s*|\s+){_OPTION_WORD}"
+    rf"|(?P<letter>[abc])(?![a-z0-9])"
+    rf"|{_OPTION_WORD.replace('?P<word>', '?P<bare>')})"
+    r"\.?"
+)
+# What separates options in a list: | / , ; dashes, "or", "and", or plain space.
+_OPTION_SEP = re.compile(r"(?:\s*[|/,;&+\-–—]\s*|\s+)(?:(?:or|and|and/or)\s+)?")
+_DECORATION = re.compile(r"[\[\](){}<>*_\"'`“”‘’]")
+_BULLET = re.compile(r"^\s*(?:[-*•>·]+\s*|\d{1,2}[.)]\s+)*")
+_LABEL = re.compile(
+    r"^[^\n:：]{0,40}?\b(?:choice|choices|answer|conclusion|decision|verdict|options?|format)"
+    r"\s*[:：\-–—]\s*",
+    re.I,
+)
+_IDENTITY = {
+    "a": "A",
+    "b": "B",
+    "c": "C",
+    "prohibited": "A",
+    "prohibit": "A",
+    "forbidden": "A",
+    "forbid": "A",
+    "permitted": "B",
+    "permit": "B",
+    "not related": "C",
+    "not applicable": "C",
+    "unrelated": "C",
+}
+
+
+def _option_items(segment: str) -> list[str] | None:
+    """The options a segment lists (A, B or C each), or None when it is not only options."""
+    text = " ".join(_DECORATION.sub(" ", segment).split()).lower().rstrip(" .")
+    if not text:
+        return None
+    items: list[str] = []
+    pos = 0
+    while True:
+        m = _OPTION_ITEM.match(text, pos)
+        if m is None:
+            return None
+        word = m.group("word") or m.group("bare")
+        key = " ".join(word.replace("_", " ").split()) if word else m.group("letter")
+        items.append(_IDENTITY[key])
+        pos = m.end()
+        if pos >= len(text):
+            return items
+        sep = _OPTION_SEP.match(text, pos)
+        if sep is None or sep.end() == pos:
+            return None
+        pos = sep.end()
+
+
+def _is_option_list(segment: str) -> bool:
+    """Whether `segment` is nothing but two or more different options (an echoed list)."""
+    items = _option_items(segment)
+    return items is not None and len(set(items)) >= 2
+
+
+def _is_option_list_line(line: str) -> bool:
+    """A line that echoes the option list, after any bullet or label ("Choice: [A / B]")."""
+    text = _BULLET.sub("", line)
+    if _is_option_list(text):
+        return True
+    return any(_is_option_list(text[m.end() :]) for m in re.finditer(r"[:：]", text))
+
+
+def _single_option(line: str) -> tuple[str, bool] | None:
+    """(option, labelled) when a line holds exactly one option, else None.
+
+    ``labelled`` says whether it came after a label (``Choice: A. Prohibited``).
+    """
+    text = _BULLET.sub("", line)
+    items = _option_items(text)
+    if items is not None and len(items) == 1:
+        return items[0], False
+    label = _LABEL.match(text)
+    if label:
+        items = _option_items(text[label.end() :])
+        if items is not None and len(items) == 1:
+            return items[0], True
+    return None
+
+
+def _echoed_blocks(lines: list[str]) -> set[int]:
+    """Indices of lines that list the options one per line (an echo, not a choice).
+
+    A block is a run of lines that each hold one option, blank lines aside, whose
+    options all differ; only its first line may carry a label. A run of two or more
+    is an echoed list. An option repeated after the list starts a new run, so
+    "A. ...\nB. ...\nC. ...\n\nB. Permitted" still answers B.
+    """
+    echoed: set[int] = set()
+    run: list[tuple[int, str]] = []
+
+    def close() -> None:
+        if len({option for _, option in run}) >= 2:
+            echoed.update(i for i, _ in run)
+        run.clear()
+
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        found = _single_option(line)
+        if found is None:
+            close()
+            continue
+        option, labelled = found
+        if labelled or any(option == o for _, o in run):
+            close()
+        run.append((i, option))
+    close()
+    return echoed
+
+
 @dataclass(frozen=True, slots=True)
 class ParsedVerdict:
     """What `parse_verdict` found.
@@ -84,8 +216,10 @@ class ParsedVerdict:
 def _is_template_echo(body: str) -> bool:
     """The model repeating the format line lists every option: not a choice."""
     lowered = body.lower()
-    return sum(w in lowered for w in ("prohibited", "permitted", "not related")) >= 2 or (
-        "|" in body
+    return (
+        sum(w in lowered for w in ("prohibited", "permitted", "not related")) >= 2
+        or "|" in body
+        or _is_option_list(body)
     )
 
 
@@ -123,6 +257,11 @@ def parse_verdict(text: str | None, prompt: str | None = None) -> ParsedVerdict:
         if not text.strip():
             return ParsedVerdict(None, "unparsed", "")
     cleaned = text.replace("**", "").replace("__", "")
+    # Options listed one per line are an echo wherever they stand: drop them first.
+    lines = cleaned.splitlines()
+    echoed_lines = _echoed_blocks(lines)
+    if echoed_lines:
+        cleaned = "\n".join(ln for i, ln in enumerate(lines) if i not in echoed_lines)
     choices = []
     for m in _CHOICE.finditer(cleaned):
         body = m.group("body")
@@ -136,7 +275,9 @@ def parse_verdict(text: str | None, prompt: str | None = None) -> ParsedVerdict:
         return ParsedVerdict(verdict, "choice", evidence)
     # Lines that repeat the answer format list every option: they choose nothing.
     body = "\n".join(
-        line for line in cleaned.splitlines() if not (_is_template_echo(line) and "|" in line)
+        line
+        for line in cleaned.splitlines()
+        if not ((_is_template_echo(line) and "|" in line) or _is_option_list_line(line))
     )
     options = [
         (m.start(), _OPTION_VERDICT[m.group(2).lower()], m.group(0))
