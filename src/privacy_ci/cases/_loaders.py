@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from privacy_ci._structured import DuplicateKeyError, load_json
 from privacy_ci.cases._case import (
     CI_FIELDS,
     VERDICT_ORDER,
@@ -389,7 +390,11 @@ _GC_JSON_FIELDS = (
 
 def _read_goldcoin_json(text: str, problems: _Problems) -> list[_Row]:
     try:
-        data = json.loads(text)
+        data = load_json(text)
+    except DuplicateKeyError as exc:
+        for dup in exc.duplicates:
+            problems.add(dup.where, dup.problem)
+        return []
     except json.JSONDecodeError as exc:
         problems.add(f"line {exc.lineno} column {exc.colno}", f"not valid JSON ({exc.msg})")
         return []
@@ -558,7 +563,12 @@ def _read_privaci_jsonl(text: str, problems: _Problems, skipped: list[SkippedRow
             skipped.append(SkippedRow(line_no, "blank line"))
             continue
         try:
-            entry = json.loads(line)
+            entry = load_json(line)
+        except DuplicateKeyError as exc:
+            for dup in exc.duplicates:
+                inner = "" if dup.where == "top level" else f" in {dup.where}"
+                problems.add(where, f"duplicate key {dup.key!r}{inner}")
+            continue
         except json.JSONDecodeError as exc:
             problems.add(where, f"not valid JSON ({exc.msg} at column {exc.colno})")
             continue

@@ -10,12 +10,30 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape as _rich_escape
 
 # Wide enough for the flow tables when output is piped (rich assumes 80 columns then).
-console = Console(width=None if sys.stdout.isatty() else 120)
-err_console = Console(stderr=True)
+# No emoji codes: ":name:" in an id or a file name must print as written.
+console = Console(width=None if sys.stdout.isatty() else 120, emoji=False)
+err_console = Console(stderr=True, emoji=False)
+
+__all__ = ["console", "err_console", "escape", "print_json", "run_with_errors", "user_errors"]
 
 T = TypeVar("T")
+
+
+def escape(text: object) -> str:
+    """`text` for a rich markup string: shown as written, wherever it lands.
+
+    rich's own `escape` doubles a trailing backslash, which is right only when a tag
+    follows (elsewhere both show); closing the text with an empty style span makes
+    a trailing backslash print once whatever comes after it.
+    """
+    raw = str(text)
+    body = raw.rstrip("\\")
+    trailing = len(raw) - len(body)
+    out = _rich_escape(body)
+    return out + "\\" * (2 * trailing) + "[none][/none]" if trailing else out
 
 
 @contextmanager
@@ -26,7 +44,11 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except PrivacyCIError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+        # Messages quote user input (ids, paths): escaped, never read as markup.
+        # soft_wrap: one line per message line, however narrow the terminal.
+        err_console.print(
+            f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True
+        )
         raise typer.Exit(code=2) from None
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from privacy_ci.cli._common import console, print_json, user_errors
+from privacy_ci.cli._common import console, escape, print_json, user_errors
 
 if TYPE_CHECKING:
     from privacy_ci.conductor import Corpus, Decision, FlowClass, Label, Requester
@@ -164,10 +164,10 @@ def decide_payload(
 
 def render_decision(payload: dict[str, Any]) -> None:
     """Print one explained decision."""
-    from rich.markup import escape
     from rich.panel import Panel
 
     p: dict[str, Any] = {k: escape(v) if isinstance(v, str) else v for k, v in payload.items()}
+    label = {k: escape(str(v)) for k, v in p["label"].items()}
     colour = "green" if p["decision"] == "permit" else "red"
     flow: dict[str, Any] = {
         k: (
@@ -175,14 +175,13 @@ def render_decision(payload: dict[str, Any]) -> None:
         )
         for k, v in p["flow"].items()
     }
-    acl = escape(str(p["label"]["permitted_receiver_roles"]))
     lines = [
         f"[bold {colour}]{p['decision'].upper()}[/]  rule [bold]{p['rule']}[/]: {p['explanation']}",
         f"requester  {p['agent']} {p['agent_name']} acting as {p['active_role']}"
         f" in context {p['active_context']}",
         f"document   {p['doc']} {p['title']}",
-        f"           tier {p['label']['sensitivity_tier']}, ACL {acl}, originating context"
-        f" {p['label']['originating_context']}",
+        f"           tier {label['sensitivity_tier']}, ACL {label['permitted_receiver_roles']},"
+        f" originating context {label['originating_context']}",
         "flow (CI parameters)",
         f"  sender                  {flow['sender']['name']} \\[{flow['sender']['role']}]",
         f"  recipient               {flow['recipient']['name']} \\[{flow['recipient']['role']}]",
@@ -251,7 +250,8 @@ def validate(
         console.print(
             f"[green]valid[/]: {summary['documents']} documents, {summary['agents']} agents,"
             f" {summary['distinct_acls']} distinct ACLs, {summary['assignments']} assignments;"
-            f" policy {summary['policy']} {summary['policy_version']}"
+            f" policy {escape(str(summary['policy']))} {summary['policy_version']}",
+            highlight=False,
         )
 
 
@@ -277,7 +277,7 @@ def controls(
             print_json(result.as_dict())
         else:
             console.print(
-                f"inverting {field} on every document changed {result.changed} of"
+                f"inverting {escape(field)} on every document changed {result.changed} of"
                 f" {result.flows:,} decisions; permits {result.permits_before} ->"
                 f" {result.permits_after}"
             )
@@ -299,8 +299,6 @@ def show(
         if as_json:
             print_json({"label": label.model_dump(mode="json"), "content": text})
             return
-        from rich.markup import escape
-
         for key, value in label.model_dump(mode="json").items():
             console.print(f"[bold]{key}[/]: {escape(str(value))}", highlight=False)
         console.rule()
@@ -327,4 +325,7 @@ def documents(
         if as_json:
             print_json({"folder": str(out), "documents": len(paths), "sha256": digest})
         else:
-            console.print(f"wrote {len(paths)} documents to {out} (corpus sha256 {digest})")
+            console.print(
+                f"wrote {len(paths)} documents to {escape(str(out))} (corpus sha256 {digest})",
+                highlight=False,
+            )

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from privacy_ci.cli._common import console, err_console, print_json, user_errors
+from privacy_ci.cli._common import console, err_console, escape, print_json, user_errors
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -37,8 +37,8 @@ def where(
     if as_json:
         print_json({"data_dir": str(data), "cache_dir": str(cache)})
         return
-    console.print(f"data  {data}", highlight=False)
-    console.print(f"cache {cache}", highlight=False)
+    console.print(f"data  {data}", markup=False, highlight=False)
+    console.print(f"cache {cache}", markup=False, highlight=False)
 
 
 @app.command()
@@ -88,10 +88,12 @@ def status(
             style = _STATUS_STYLE[state]
             table.add_row(f"[{style}]{state}[/]", path, _human(SOURCES_BY_PATH[path].size))
         console.print(table, highlight=False)
-        console.print(summary, highlight=False)
+        console.print(summary, markup=False, highlight=False)
         if counts["ok"] != len(states):
             hint = "privacy-ci data fetch" + (f" --dir {root}" if directory is not None else "")
-            console.print(f"Run `{hint}` to download what is missing.", highlight=False)
+            console.print(
+                f"Run `{hint}` to download what is missing.", markup=False, highlight=False
+            )
     if counts["ok"] != len(states):
         raise typer.Exit(code=1)
 
@@ -170,10 +172,11 @@ def fetch(
     else:
         for result in report.failed:
             err_console.print(
-                f"[bold red]failed:[/] {result.path}: {result.error}", highlight=False
+                f"[bold red]failed:[/] {escape(f'{result.path}: {result.error}')}",
+                highlight=False,
             )
         style = "red" if report.failed else "green"
-        console.print(f"[{style}]{report.summary()}[/]", highlight=False)
+        console.print(f"[{style}]{escape(report.summary())}[/]", highlight=False)
     if report.failed:
         raise typer.Exit(code=1)
 
@@ -210,7 +213,7 @@ class _RichProgress:
         self._current = 0
         self._bar.update(self._overall, completed=self._done)
         if result.status == "downloaded":
-            self._bar.console.print(f"[green]downloaded[/] {result.path}", highlight=False)
+            self._bar.console.print(f"[green]downloaded[/] {escape(result.path)}", highlight=False)
 
 
 def _human(n: int) -> str:

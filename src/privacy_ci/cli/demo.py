@@ -64,7 +64,8 @@ def demo(
         console.rule("Privacy Conductor: Riverside Medical Clinic")
         console.print(
             f"Policy '{corpus.policy.name}' by {corpus.policy.authority};"
-            f" {len(corpus.agents)} agents, {len(corpus.labels)} labelled documents.\n"
+            f" {len(corpus.agents)} agents, {len(corpus.labels)} labelled documents.\n",
+            markup=False,
         )
         render_flow_table(table, corpus)
         for example in examples:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from privacy_ci.cli._common import console, err_console, print_json, user_errors
+from privacy_ci.cli._common import console, err_console, escape, print_json, user_errors
 from privacy_ci.cli.llm import (
     BaseUrlOpt,
     ConfigOpt,
@@ -89,7 +89,7 @@ def print_metrics(metrics: dict[str, Any], *, backend_detail: str = "") -> None:
     )
     if backend_detail:
         title += f" ({backend_detail})"
-    table = Table(title=title, title_justify="left")
+    table = Table(title=escape(title), title_justify="left")
     table.add_column("predictor", no_wrap=True)
     table.add_column("acc % (95% CI)", justify="right", no_wrap=True)
     table.add_column("Ma-F1 % (95% CI)", justify="right", no_wrap=True)
@@ -120,9 +120,10 @@ def print_metrics(metrics: dict[str, Any], *, backend_detail: str = "") -> None:
     label = f"{metrics.get('method')} · {backend}"
     if metrics.get("test_double"):
         label += f" (TEST DOUBLE: {TEST_DOUBLE_PROVIDER}, not a model)"
-    table.add_row(*row(label, metrics["scores"]))
+    table.add_row(*(escape(cell) for cell in row(label, metrics["scores"])))
     for name, base in metrics.get("baselines", {}).items():
-        table.add_row(*row(f"baseline: {name}", base["scores"]), style="dim")
+        cells = row(f"baseline: {name}", base["scores"])
+        table.add_row(*(escape(cell) for cell in cells), style="dim")
     console.print(table)
     if metrics.get("test_double"):
         err_console.print(
@@ -131,7 +132,7 @@ def print_metrics(metrics: dict[str, Any], *, backend_detail: str = "") -> None:
         )
     console.print(
         f"[dim]judged {metrics['judged']}/{metrics['cases']}  errors {metrics['errors']}  "
-        f"unparsed {metrics['unparsed']}  run {metrics.get('run', '')}[/]",
+        f"unparsed {metrics['unparsed']}  run {escape(str(metrics.get('run', '')))}[/]",
         highlight=False,
     )
 
@@ -278,6 +279,9 @@ def report_command(
         if doubles:
             err_console.print(
                 "[bold yellow]warning:[/] scripted test backend run(s), marked in every table: "
-                + ", ".join(doubles)
+                + escape(", ".join(doubles)),
+                highlight=False,
             )
-        console.print(f"wrote {written['markdown']} and {written['html']}", highlight=False)
+        console.print(
+            f"wrote {written['markdown']} and {written['html']}", markup=False, highlight=False
+        )

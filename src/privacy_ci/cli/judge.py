@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from privacy_ci.cli._common import console, err_console, print_json, user_errors
+from privacy_ci.cli._common import console, err_console, escape, print_json, user_errors
 from privacy_ci.cli.llm import (
     BaseUrlOpt,
     ConfigOpt,
@@ -88,6 +88,7 @@ def load_case_file(path: Path, text: str | None = None) -> Event:
     Raises:
         PrivacyCIError: one message naming the file and what is wrong.
     """
+    from privacy_ci._structured import DuplicateKeyError, load_json
     from privacy_ci.errors import PrivacyCIError
     from privacy_ci.judging import Event
 
@@ -96,7 +97,9 @@ def load_case_file(path: Path, text: str | None = None) -> Event:
     except (OSError, UnicodeDecodeError) as exc:
         raise PrivacyCIError(f"--case {path}: cannot read the file ({exc})") from None
     try:
-        data = json.loads(raw)
+        data = load_json(raw)
+    except DuplicateKeyError as exc:
+        raise PrivacyCIError(f"--case {path}: {exc}") from None
     except json.JSONDecodeError as exc:
         raise PrivacyCIError(
             f"--case {path}: not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg})"
@@ -131,10 +134,14 @@ def load_case_file(path: Path, text: str | None = None) -> Event:
 def _render(judgment: Judgment, pipeline: Pipeline, elapsed: float) -> None:
     verdict = judgment.verdict.value if judgment.verdict is not None else None
     if judgment.error:
-        err_console.print(f"[bold red]model call failed:[/] {judgment.error}", highlight=False)
+        err_console.print(
+            f"[bold red]model call failed:[/] {escape(judgment.error)}", highlight=False
+        )
     label = verdict or ("no verdict (the answer did not parse)" if not judgment.error else "none")
     console.print(f"[bold]verdict[/]  {label}", highlight=False)
-    console.print(f"[dim]method {judgment.method}  backend {judgment.backend}[/]", highlight=False)
+    console.print(
+        f"[dim]method {judgment.method}  backend {escape(judgment.backend)}[/]", highlight=False
+    )
     kb = pipeline.context.kb
     if judgment.cited_ids:
         console.print("[bold]regulations kept[/]")
@@ -159,8 +166,8 @@ def _render(judgment: Judgment, pipeline: Pipeline, elapsed: float) -> None:
         )
     console.print("[bold]steps[/]")
     for step in judgment.steps:
-        extra = f"  ids {', '.join(step.retrieved_ids)}" if step.retrieved_ids else ""
-        note = f"  [yellow]{step.error}[/]" if step.error else ""
+        extra = f"  ids {escape(', '.join(step.retrieved_ids))}" if step.retrieved_ids else ""
+        note = f"  [yellow]{escape(step.error)}[/]" if step.error else ""
         cached = "  cached" if step.cached else ""
         console.print(
             f"  {step.name:12} {step.prompt_name or '-':18} {step.latency_s:7.2f}s"
@@ -239,7 +246,10 @@ def judge(
         settings = config.generation_settings()
 
         def note_retry(attempt: int, error: Exception, delay: float) -> None:
-            err_console.print(f"[yellow]retry {attempt}[/] in {delay:.1f}s: {error}")
+            err_console.print(
+                f"[yellow]retry {attempt}[/] in {delay:.1f}s: {escape(str(error))}",
+                highlight=False,
+            )
 
         client = make_client(config, on_retry=note_retry)
         pipeline = build_method(method, client, config=judge_config, settings=settings)

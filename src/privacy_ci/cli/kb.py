@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from privacy_ci.cli._common import console, print_json, user_errors
+from privacy_ci.cli._common import console, escape, print_json, user_errors
 
 if TYPE_CHECKING:
     from privacy_ci.knowledge import KnowledgeBase
@@ -164,9 +164,9 @@ def show(
         if as_json:
             print_json(p)
             return
-        from rich.markup import escape
-
-        console.print(f"[bold]{escape(p['id'])}[/] ({p['kind']}, {p['regulation']})")
+        console.print(
+            f"[bold]{escape(p['id'])}[/] ({p['kind']}, {p['regulation']})", highlight=False
+        )
         console.print("[bold]Full specification[/]")
         console.print(p["full_specification"], markup=False, highlight=False)
         norm = p["norm"]
@@ -222,7 +222,7 @@ def refs(
         if as_json:
             print_json(data)
             return
-        console.print(f"[bold]{nid}[/]", highlight=False)
+        console.print(f"[bold]{escape(nid)}[/]", highlight=False)
         for label, items in (
             ("annotated references", [f"{r['target']} ({r['kind']})" for r in annotated]),
             ("cites (tree)", p["tree_references"]),
@@ -240,8 +240,6 @@ SemanticOpt = typer.Option(
 
 
 def _taxonomy(kind: str, term: str, as_json: bool, semantic: bool = False) -> None:
-    from rich.markup import escape
-
     from privacy_ci.errors import PrivacyCIError
 
     kb = _kb("hipaa")
@@ -288,7 +286,7 @@ def _taxonomy(kind: str, term: str, as_json: bool, semantic: bool = False) -> No
                 markup=False,
             )
     if not data["matches"]:
-        console.print(f"no term in the graph resembles {term!r}")
+        console.print(f"no term in the graph resembles {term!r}", markup=False, highlight=False)
 
 
 @app.command()
@@ -341,15 +339,18 @@ def define(
             print_json(data)
             return
         if not matches:
-            console.print(f"{regulation}: no definition resembles {term!r}")
+            console.print(
+                f"{regulation}: no definition resembles {term!r}", markup=False, highlight=False
+            )
             raise typer.Exit(1)
         for m in data["matches"][:3]:
             console.print(
-                f"[bold]{m['term']}[/] (score {m['score']:.2f}, {m['method']})", highlight=False
+                f"[bold]{escape(m['term'])}[/] (score {m['score']:.2f}, {m['method']})",
+                highlight=False,
             )
             console.print(m["definition"], markup=False, highlight=False)
             if m["source"]:
-                console.print(f"[dim]{m['source']}[/]", highlight=False)
+                console.print(f"[dim]{escape(m['source'])}[/]", highlight=False)
 
 
 @app.command()
@@ -388,7 +389,7 @@ def agreement(
         for col in ("aspect", "measure", "value"):
             t.add_column(col)
         for row in report.rows():
-            t.add_row(*row)
+            t.add_row(*(escape(cell) for cell in row))
         console.print(t)
         console.print("[bold]Differences, explained[/]")
         for diff in report.explained:
@@ -420,6 +421,6 @@ def fetch_cfr(
         if as_json:
             print_json(data)
         else:
-            console.print(f"saved {path}", highlight=False)
+            console.print(f"saved {path}", markup=False, highlight=False)
             if parse:
-                console.print(f"tree: {data['tree']}", highlight=False)
+                console.print(f"tree: {data['tree']}", markup=False, highlight=False)

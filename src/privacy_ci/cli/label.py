@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from privacy_ci.cli._common import console, print_json, user_errors
+from privacy_ci.cli._common import console, escape, print_json, user_errors
 from privacy_ci.cli.llm import (
     BaseUrlOpt,
     ConfigOpt,
@@ -46,7 +46,6 @@ JsonOpt = typer.Option(False, "--json", help="Print JSON instead of tables.")
 
 def render_reports(reports: list[LabelingReport]) -> None:
     """Tables VII, VIII and IX, attribution and controls, one row per configuration."""
-    from rich.markup import escape
     from rich.table import Table
 
     from privacy_ci.labeling._report import authored_line, report_notes, report_tables
@@ -130,7 +129,7 @@ def run_command(
                     "" if record.ok else f"  FAILED {record.doc_id}#{record.draw}: {record.failure}"
                 )
                 console.print(
-                    f"[dim]labeled {seen['n']} new ({seen['failed']} failed){note}[/]",
+                    f"[dim]labeled {seen['n']} new ({seen['failed']} failed){escape(note)}[/]",
                     highlight=False,
                 )
 
@@ -154,6 +153,7 @@ def run_command(
             console.print(
                 f"{len(run.records)} of {total} labels in {out} ({seen['n']} new);"
                 f" backend {labeler.backend}",
+                markup=False,
                 highlight=False,
             )
         if ids is not None:
@@ -208,7 +208,7 @@ def report_command(
         else:
             render_reports(reports)
             if markdown is not None:
-                console.print(f"wrote {markdown}")
+                console.print(f"wrote {markdown}", markup=False, highlight=False)
 
 
 @app.command("export")
@@ -252,11 +252,11 @@ def export_command(
         if as_json:
             print_json(summary)
             return
-        console.print(f"wrote {len(entries)} labels to {out}", highlight=False)
+        console.print(f"wrote {len(entries)} labels to {out}", markup=False, highlight=False)
         if failed:
             console.print(
                 f"[yellow]{len(failed)} document(s) had no label and are left out:[/]"
-                f" {', '.join(failed)}",
+                f" {escape(', '.join(failed))}",
                 highlight=False,
             )
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from privacy_ci.cli._common import console, err_console, print_json, user_errors
+from privacy_ci.cli._common import console, err_console, escape, print_json, user_errors
 
 app = typer.Typer(
     help="Call a configured model (embedded, OpenAI-compatible, OpenAI, Anthropic).",
@@ -84,13 +84,18 @@ def ask(
         )
         settings = config.generation_settings()
         if schema is not None:
+            from privacy_ci._structured import DuplicateKeyError, load_json
+
             try:
-                settings = replace(settings, json_schema=json.loads(schema.read_text()))
-            except (OSError, json.JSONDecodeError) as exc:
+                settings = replace(settings, json_schema=load_json(schema.read_text()))
+            except (OSError, json.JSONDecodeError, DuplicateKeyError) as exc:
                 raise PrivacyCIError(f"{schema}: not a readable JSON schema ({exc})") from None
 
         def note_retry(attempt: int, error: Exception, delay: float) -> None:
-            err_console.print(f"[yellow]retry {attempt}[/] in {delay:.1f}s: {error}")
+            err_console.print(
+                f"[yellow]retry {attempt}[/] in {delay:.1f}s: {escape(str(error))}",
+                highlight=False,
+            )
 
         client = make_client(config, on_retry=note_retry)
         messages = ([system(system_prompt)] if system_prompt else []) + [user(prompt)]
@@ -106,13 +111,17 @@ def ask(
             if completion.ok:
                 console.print(completion.text, markup=False, highlight=False)
             else:
-                err_console.print(f"[bold red]failed:[/] {completion.error}")
+                err_console.print(
+                    f"[bold red]failed:[/] {escape(completion.error or '')}", highlight=False
+                )
             if completion.parse_error:
                 err_console.print(
-                    f"[yellow]structured output did not parse:[/] {completion.parse_error}"
+                    f"[yellow]structured output did not parse:[/] {escape(completion.parse_error)}",
+                    highlight=False,
                 )
+            model_name = escape(f"{completion.provider}:{completion.model}")
             console.print(
-                f"[dim]{completion.provider}:{completion.model}  {completion.prompt_tokens}+"
+                f"[dim]{model_name}  {completion.prompt_tokens}+"
                 f"{completion.completion_tokens} tokens  {completion.latency_s:.2f}s"
                 f"  retries {completion.retries}  cached {completion.cached}[/]"
             )
@@ -159,9 +168,17 @@ def cache_stats(
         if as_json:
             print_json(stats)
             return
-        console.print(f"{stats['path']}: {stats['entries']} entries, {stats['bytes']:,} bytes")
+        console.print(
+            f"{stats['path']}: {stats['entries']} entries, {stats['bytes']:,} bytes",
+            markup=False,
+            highlight=False,
+        )
         for row in stats["by_model"]:
-            console.print(f"  {row['provider']}:{row['model']}  {row['entries']}")
+            console.print(
+                f"  {row['provider']}:{row['model']}  {row['entries']}",
+                markup=False,
+                highlight=False,
+            )
 
 
 @cache_app.command("clear")

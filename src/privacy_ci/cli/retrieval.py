@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import typer
 
-from privacy_ci.cli._common import console, err_console, print_json, user_errors
+from privacy_ci.cli._common import console, err_console, escape, print_json, user_errors
 
 if TYPE_CHECKING:
     from privacy_ci.knowledge import KnowledgeBase
@@ -46,7 +46,9 @@ def _build(names: list[str], kb: KnowledgeBase, model: str | None, strict: bool)
         except ModelUnavailableError as exc:
             if strict:
                 raise
-            err_console.print(f"[yellow]skipped {name}:[/] {exc}", highlight=False)
+            err_console.print(
+                f"[yellow]skipped {escape(name)}:[/] {escape(str(exc))}", highlight=False
+            )
     return out
 
 
@@ -102,7 +104,7 @@ def _print_table(results: list[RetrievalResult], dataset: str, query: str) -> No
     base = next((r for r in results if r.name == "bm25-paper"), None)
     n = results[0].n_cases if results else 0
     table = Table(
-        title=f"Retrieval on {dataset} ({n} applicable cases with gold ids, query={query})",
+        title=escape(f"Retrieval on {dataset} ({n} applicable cases with gold ids, query={query})"),
         title_justify="left",
     )
     table.add_column("retriever")
@@ -116,7 +118,7 @@ def _print_table(results: list[RetrievalResult], dataset: str, query: str) -> No
         if base is not None and 10 in r.recall:
             delta = f"{100 * (r.recall[10] - base.recall[10]):+.1f}"
         table.add_row(
-            r.name,
+            escape(r.name),
             *(f"{100 * r.recall[k]:.1f}" for k in ks),
             f"{r.mrr:.3f}",
             f"{r.ndcg10:.3f}",
@@ -176,14 +178,20 @@ def retrieve_command(
         from rich.table import Table
 
         table = Table(
-            title=f"{regulation} regulations for the query ({ret.name})", title_justify="left"
+            title=escape(f"{regulation} regulations for the query ({ret.name})"),
+            title_justify="left",
         )
         table.add_column("#", justify="right")
         table.add_column("id")
         table.add_column("score", justify="right")
         table.add_column("text", overflow="fold")
         for row in rows:
-            table.add_row(str(row["rank"]), row["id"], f"{row['score']:.4f}", row["first_line"])
+            table.add_row(
+                str(row["rank"]),
+                escape(row["id"]),
+                f"{row['score']:.4f}",
+                escape(row["first_line"]),
+            )
         console.print(table)
 
 
@@ -198,6 +206,7 @@ def _note_first_embedding(retriever: str, regulation: str) -> None:
         err_console.print(
             f"embedding the {regulation} regulation once (about a minute on a CPU); "
             f"cached in {folder}",
+            markup=False,
             highlight=False,
         )
 

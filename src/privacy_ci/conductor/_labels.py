@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from privacy_ci._structured import DuplicateKeyError, load_json, load_yaml
 from privacy_ci.errors import ValidationFailed
 
 
@@ -208,7 +209,10 @@ def format_validation_error(source: str, entry: str, exc: ValidationError) -> li
 
 
 def read_structured(path: Path) -> Any:
-    """Read a YAML or JSON file, with errors naming the file and position."""
+    """Read a YAML or JSON file, with errors naming the file and position.
+
+    A key given twice in one mapping is an error (naming the entry, key and lines).
+    """
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -217,8 +221,11 @@ def read_structured(path: Path) -> Any:
         raise ValidationFailed([f"{path}: not UTF-8 text ({exc.reason})"]) from None
     try:
         if path.suffix.lower() == ".json":
-            return json.loads(text)
-        return yaml.safe_load(text)
+            return load_json(text)
+        return load_yaml(text)
+    except DuplicateKeyError as exc:
+        # the last of two equal keys would silently win: a different label or policy
+        raise ValidationFailed([f"{path}: {d}" for d in exc.duplicates]) from None
     except json.JSONDecodeError as exc:
         raise ValidationFailed([f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}"]) from None
     except yaml.YAMLError as exc:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from privacy_ci._structured import DuplicateKeyError, load_json
 from privacy_ci.errors import ValidationFailed
 from privacy_ci.knowledge._vocabulary import similarity, term_key
 
@@ -208,9 +209,11 @@ class Definitions:
 
 def _read_json_object(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_json(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ValidationFailed([f"{path}: file not found"]) from None
+    except DuplicateKeyError as exc:
+        raise ValidationFailed([f"{path}: {d}" for d in exc.duplicates]) from None
     except json.JSONDecodeError as exc:
         raise ValidationFailed(
             [f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"]

