@@ -8,15 +8,25 @@ streams by default, ``--client httpx`` for ``httpx.AsyncClient``):
 
 * ``POST /v1/decide`` at a fixed rate (default 500 requests/s) for a fixed count,
   random (requester, document) pairs over the 24 Riverside agents;
-* ``POST /v1/retrieve`` (k=5, generated queries) at a fixed rate (default 100/s).
+* ``POST /v1/retrieve`` (k=5, generated queries) at a fixed rate (default 100/s);
+* the mixed run: decide and retrieve at those rates again, at the same time,
+  while ``POST /v1/judge`` is flooded (default 4 requests/s of ~3,000-character
+  events from 8 agents, each event unique so the completion cache cannot answer
+  it) with the configured model (the embedded one unless ``--judge-server`` runs
+  a local OpenAI-compatible test server that answers after a fixed delay). The
+  service runs 1 model job at a time with 4 waiting: the flood must be answered
+  429/503 with ``Retry-After`` rather than queued without bound, and decide must
+  keep its p99. The mixed run is repeated with the model's threads at normal CPU
+  priority (``PRIVACY_CI_MODEL_NICE=0``), and the ratio of the two decide p99s is
+  printed.
 
 Each request is sent at its scheduled time, whatever happened to earlier ones.
 Latency is measured from the send to the full response; ``send_lag_p99_ms``
 says how late the client itself sent (a large lag means the load generator, not
 the server, was the bottleneck). Reports throughput, p50/p99/max latency, and
 the error count (non-2xx or transport errors; must be 0), then checks the audit
-chain the run produced. Target (printed, not asserted): decide p99 under 20 ms
-at 500 requests/s.
+chain the run produced. Targets (printed, not asserted): decide p99 under 20 ms
+at 500 requests/s, alone and while the judge endpoint is saturated.
 
 Run: ``.venv/bin/python benchmarks/service.py`` (``--quick``: 2 s of decide,
 1 s of retrieve). The last line of the output is one JSON object.
@@ -45,11 +55,14 @@ from typing import Any
 import httpx
 
 from privacy_ci.conductor import load_corpus
+from privacy_ci.llm._threads import NICE_ENV
 from privacy_ci.service import generate_key, issue_token
 from privacy_ci.store import DocumentStore, load_corpus_into
 
 TARGET_DECIDE_P99_MS = 20.0
 TARGET_DECIDE_RATE = 500
+MODEL_SLOTS = 1
+MODEL_QUEUE = 4
 CLIENTS = {"raw": "keep-alive HTTP/1.1 over asyncio streams", "httpx": "httpx.AsyncClient"}
 QUERY_WORDS = [
     "lipid",
@@ -93,7 +106,9 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def _server(db: str, key_file: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
+def _server(
+    db: str, key_file: Path, port: int, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
     cmd = [
         sys.executable,
         "-m",
@@ -108,8 +123,14 @@ def _server(db: str, key_file: Path, port: int) -> Iterator[subprocess.Popen[byt
         str(port),
         "--log-level",
         "warning",
+        "--model-slots",
+        str(MODEL_SLOTS),
+        "--model-queue",
+        str(MODEL_QUEUE),
     ]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, **(env or {})}
+    )
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -131,6 +152,79 @@ def _server(db: str, key_file: Path, port: int) -> Iterator[subprocess.Popen[byt
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@contextlib.contextmanager
+def _judge_server(delay: float) -> Iterator[str]:
+    """benchmarks/eval.py's OpenAI-compatible test server in a child process (its URL)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from benchmarks.eval import server_process
+
+    with server_process(delay) as root:
+        yield root + "/v1"
+
+
+JUDGE_EVENT = (
+    "Event {n}: A hospital's billing office sent a patient's full record, including"
+    " psychiatric notes, HIV test results and medication history, to the patient's"
+    " employer after the HR manager asked for it by phone to review a disability claim."
+    " The patient had not signed any authorization and was not told of the request. "
+)
+
+
+async def _flood_judges(
+    port: int, tokens: list[dict[str, str]], rate: float, seconds: float
+) -> dict[str, Any]:
+    """Open-loop /v1/judge requests (unique ~3,000-character events); what came back."""
+    statuses: dict[str, int] = {}
+    without_retry_after = 0
+    ok_ms: list[float] = []
+    other: list[str] = []
+    limits = httpx.Limits(max_connections=200, max_keepalive_connections=50)
+    async with httpx.AsyncClient(
+        base_url=f"http://127.0.0.1:{port}", timeout=600, limits=limits
+    ) as client:
+
+        async def one(n: int) -> None:
+            nonlocal without_retry_after
+            text = (JUDGE_EVENT.format(n=n) * 8)[:3000]
+            start = time.perf_counter()
+            try:
+                r = await client.post(
+                    "/v1/judge",
+                    json={"event": text, "method": "dp"},
+                    headers=tokens[n % len(tokens)],
+                )
+            except httpx.HTTPError as exc:
+                other.append(f"{type(exc).__name__}: {exc}")
+                return
+            statuses[str(r.status_code)] = statuses.get(str(r.status_code), 0) + 1
+            if r.status_code == 200:
+                ok_ms.append((time.perf_counter() - start) * 1000)
+            elif r.status_code in (429, 503):
+                without_retry_after += "retry-after" not in r.headers
+            else:
+                other.append(f"{r.status_code}: {r.text[:200]}")
+
+        tasks = []
+        t0 = time.perf_counter()
+        for n in range(int(rate * seconds)):
+            delay = t0 + n / rate - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(one(n)))
+        await asyncio.gather(*tasks)
+    ok_ms.sort()
+    return {
+        "sent": int(rate * seconds),
+        "rate_per_s": rate,
+        "statuses": dict(sorted(statuses.items())),
+        "refused_without_retry_after": without_retry_after,
+        "answered_p50_ms": round(statistics.median(ok_ms), 1) if ok_ms else None,
+        "answered_max_ms": round(ok_ms[-1], 1) if ok_ms else None,
+        "other_errors": len(other),
+        "first_other_errors": other[:3],
+    }
 
 
 class RawClient:
@@ -289,6 +383,16 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="Seconds of decide load (default 10; --quick 2).",
     )
+    parser.add_argument("--judge-rate", type=float, default=4.0, help="Judges per second.")
+    parser.add_argument(
+        "--judge-server",
+        type=float,
+        default=None,
+        metavar="DELAY",
+        help="Judge with a local OpenAI-compatible test server answering after DELAY s"
+        " (default: the configured model, the embedded one).",
+    )
+    parser.add_argument("--no-mixed", action="store_true", help="Skip the mixed run.")
     args = parser.parse_args(argv)
     seconds = args.seconds or (2.0 if args.quick else 10.0)
     n_decide = int(args.decide_rate * seconds)
@@ -322,7 +426,19 @@ def main(argv: list[str] | None = None) -> int:
         ]
         audit_before = store.counts()["audit"]
         port = _free_port()
-        with _server(db, key_file, port) as proc:
+        env = {"PRIVACY_CI_CACHE": str(Path(tmp) / "cache")}
+        judge_backend = "configured model (embedded unless privacy-ci.toml says otherwise)"
+        with contextlib.ExitStack() as stack:
+            if args.judge_server is not None and not args.no_mixed:
+                url = stack.enter_context(_judge_server(args.judge_server))
+                config = Path(tmp) / "privacy-ci.toml"
+                config.write_text(
+                    f'[llm]\nprovider = "openai-compatible"\nmodel = "bench"\n'
+                    f'base_url = "{url}"\nretries = 0\ncache = false\n'
+                )
+                env["PRIVACY_CI_CONFIG"] = str(config)
+                judge_backend = f"local OpenAI-compatible test server, {args.judge_server} s delay"
+            proc = stack.enter_context(_server(db, key_file, port, env))
 
             async def run() -> tuple[dict[str, Any], dict[str, Any]]:
                 client: httpx.AsyncClient | RawClient
@@ -343,6 +459,31 @@ def main(argv: list[str] | None = None) -> int:
                 return decide, retrieve
 
             decide, retrieve = asyncio.run(run())
+
+            async def mixed_run(port: int, pid: int) -> dict[str, Any]:
+                client = RawClient("127.0.0.1", port)
+                judge_tokens = [tokens[a] for a in agents[:8]]
+                try:
+                    flood = asyncio.create_task(
+                        _flood_judges(port, judge_tokens, args.judge_rate, seconds)
+                    )
+                    await asyncio.sleep(min(2.0, seconds / 4))  # let the queue fill
+                    decide_m, retrieve_m = await asyncio.gather(
+                        _load(client, decide_reqs, args.decide_rate, pid),
+                        _load(client, retrieve_reqs, args.retrieve_rate, pid),
+                    )
+                    judge = await flood
+                finally:
+                    await client.aclose()
+                return {"decide": decide_m, "retrieve": retrieve_m, "judge": judge}
+
+            mixed = None if args.no_mixed else asyncio.run(mixed_run(port, proc.pid))
+        # the same mixed run with the model's threads at normal priority, for the ratio
+        normal = None
+        if mixed is not None and not args.judge_server:
+            port2 = _free_port()
+            with _server(db, key_file, port2, {**env, NICE_ENV: "0"}) as proc2:
+                normal = asyncio.run(mixed_run(port2, proc2.pid))
         report = store.audit.verify()
         audit_records = store.counts()["audit"] - audit_before
         engine = store.engine
@@ -359,6 +500,40 @@ def main(argv: list[str] | None = None) -> int:
         )
         for err in fig["first_errors"]:
             print(f"          error: {err}")
+    mixed_met = None
+    if mixed is not None:
+        md, mr, mj = mixed["decide"], mixed["retrieve"], mixed["judge"]
+        refused = mj["statuses"].get("429", 0) + mj["statuses"].get("503", 0)
+        mixed_met = (
+            md["p99_ms"] < TARGET_DECIDE_P99_MS
+            and md["errors"] == mr["errors"] == 0
+            and refused > 0
+            and mj["refused_without_retry_after"] == 0
+            and mj["other_errors"] == 0
+        )
+        print(
+            f"mixed   : decide p99 {md['p99_ms']} ms (p50 {md['p50_ms']}, errors {md['errors']}),"
+            f" retrieve p99 {mr['p99_ms']} ms (errors {mr['errors']}) while /v1/judge got"
+            f" {mj['sent']} requests at {mj['rate_per_s']}/s: {mj['statuses']}"
+            f" ({mj['refused_without_retry_after']} refusals without Retry-After; answered"
+            f" p50 {mj['answered_p50_ms']} ms, max {mj['answered_max_ms']} ms;"
+            f" other errors {mj['other_errors']}); judge backend: {judge_backend};"
+            f" service: {MODEL_SLOTS} model job at a time, {MODEL_QUEUE} waiting"
+        )
+        for err in mj["first_other_errors"]:
+            print(f"          judge error: {err}")
+        if normal is not None:
+            nd = normal["decide"]
+            print(
+                f"mixed, model threads at normal priority ({NICE_ENV}=0): decide p99"
+                f" {nd['p99_ms']} ms (p50 {nd['p50_ms']}), retrieve p99"
+                f" {normal['retrieve']['p99_ms']} ms: the low-priority threads cut decide's"
+                f" p99 {nd['p99_ms'] / max(md['p99_ms'], 0.001):.1f}x"
+            )
+        print(
+            f"target: decide p99 < {TARGET_DECIDE_P99_MS} ms while /v1/judge is saturated,"
+            f" and its overflow refused with Retry-After: {'met' if mixed_met else 'NOT met'}"
+        )
     met = decide["p99_ms"] < TARGET_DECIDE_P99_MS and decide["errors"] == 0
     print(
         f"target: decide p99 < {TARGET_DECIDE_P99_MS} ms at {TARGET_DECIDE_RATE}/s:"
@@ -379,6 +554,28 @@ def main(argv: list[str] | None = None) -> int:
         "target_decide_p99_ms": TARGET_DECIDE_P99_MS,
         "target_decide_rate_per_s": TARGET_DECIDE_RATE,
         "target_met": met,
+        "mixed": None
+        if mixed is None
+        else {
+            "decide": {k: v for k, v in mixed["decide"].items() if k != "first_errors"},
+            "retrieve": {k: v for k, v in mixed["retrieve"].items() if k != "first_errors"},
+            "judge": {k: v for k, v in mixed["judge"].items() if k != "first_other_errors"},
+            "judge_backend": judge_backend,
+            "model_slots": MODEL_SLOTS,
+            "model_queue": MODEL_QUEUE,
+            "target_met": mixed_met,
+            "normal_priority": None
+            if normal is None
+            else {
+                "decide_p50_ms": normal["decide"]["p50_ms"],
+                "decide_p99_ms": normal["decide"]["p99_ms"],
+                "retrieve_p99_ms": normal["retrieve"]["p99_ms"],
+                "judge_statuses": normal["judge"]["statuses"],
+                "decide_p99_ratio_normal_to_low": round(
+                    normal["decide"]["p99_ms"] / max(mixed["decide"]["p99_ms"], 0.001), 2
+                ),
+            },
+        },
         "audit_records": audit_records,
         "audit_chain_ok": report.ok,
         "load_average_1m": round(os.getloadavg()[0], 2),
@@ -394,7 +591,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     sys.stdout.flush()
     print(json.dumps(figures, sort_keys=False))
-    return 0 if figures["errors"] == 0 and report.ok else 1
+    mixed_errors = 0 if mixed is None else mixed["decide"]["errors"] + mixed["retrieve"]["errors"]
+    return 0 if figures["errors"] == 0 and mixed_errors == 0 and report.ok else 1
 
 
 if __name__ == "__main__":

@@ -112,8 +112,8 @@ def test_explain_prompt_gives_count_and_rules_only(
 
 def test_nothing_admitted_means_no_model_call(riverside: DocumentStore) -> None:
     client, backend = _client([])
-    # a doctor acting outside the medical context: nothing is authorized
-    requester = riverside.snapshot().requester("D01", "Doctor", "Administrative")
+    # the Policy Authority's role is on no document's ACL: nothing is authorized
+    requester = riverside.snapshot().requester("PA1")
     answer = ask(riverside, requester, QUESTION, k=3, assistant=Assistant(client))
     assert answer.text == NO_DOCUMENTS_ANSWER and backend.calls == []
     assert answer.cited == () and answer.withheld_count > 0

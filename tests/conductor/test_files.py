@@ -158,6 +158,32 @@ def test_agent_acting_outside_its_context_is_rejected(corpus_copy: Path) -> None
     )
 
 
+def test_policy_authority_members_are_checked(corpus_copy: Path) -> None:
+    path = corpus_copy / "agents.yaml"
+    data = yaml.safe_load(path.read_text())
+    assert [m["id"] for m in data["policy_authority"]] == ["PA1", "PA2"]
+    data["policy_authority"][0]["context"] = "Boardroom"
+    data["policy_authority"][1]["id"] = "D01"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ValidationFailed, match="person id\\(s\\) used twice: D01"):
+        load_corpus(corpus_copy)
+    data["policy_authority"][1]["id"] = "PA2"
+    path.write_text(yaml.safe_dump(data))
+    assert any(
+        "policy_authority PA1: context 'Boardroom' is not a context of the policy" in p
+        for p in problems_of(corpus_copy)
+    )
+
+
+def test_the_authority_role_is_not_a_requester_role(corpus_copy: Path) -> None:
+    path = corpus_copy / "policy.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["roles"].append("Policy Authority")
+    data["authoritative_context"]["Policy Authority"] = "Administrative"
+    path.write_text(yaml.safe_dump(data))
+    assert any("'Policy Authority' is reserved" in p for p in problems_of(corpus_copy))
+
+
 def test_assignment_problems(corpus_copy: Path) -> None:
     path = corpus_copy / "assignments.yaml"
     path.write_text("assignments:\n  D01: P01\n")

@@ -52,6 +52,19 @@ def test_model_threads_run_at_a_lower_priority() -> None:
     assert nice() == mine  # the caller's own thread is untouched
 
 
+def test_the_model_nice_value_is_configurable(monkeypatch: pytest.MonkeyPatch) -> None:
+    from privacy_ci.errors import PrivacyCIError
+    from privacy_ci.llm._threads import NICE_ENV, model_nice
+
+    assert model_nice() == MODEL_NICE
+    monkeypatch.setenv(NICE_ENV, "0")
+    assert model_nice() == 0
+    for bad in ("high", "20", "-1"):
+        monkeypatch.setenv(NICE_ENV, bad)
+        with pytest.raises(PrivacyCIError, match=NICE_ENV):
+            model_nice()
+
+
 @pytest.fixture(scope="module")
 def backend() -> EmbeddedBackend:
     from privacy_ci.llm._embedded import embedded_unavailable_reason

@@ -207,4 +207,5 @@ def test_assignments_never_come_from_the_token(client: TestClient) -> None:
     r = client.post(
         "/v1/decide", json={"doc_id": "RMC-LAB-001"}, headers={"Authorization": f"Bearer {token}"}
     )
-    assert r.status_code == 200 and r.json()["rule"] == "assignment_required"
+    assert r.status_code == 200 and r.json()["decision"] == "deny"
+    assert client.app.state.store.audit.records()[-1].rule == "assignment_required"

@@ -27,7 +27,7 @@ def _token(agent: str, role: str, context: str, **kw: Any) -> dict[str, str]:
 
 DOCTOR = _token("D01", "Doctor", "Medical")
 NURSE = _token("N01", "Nurse", "Medical")
-AUTHORITY = _token("PO1", "Privacy Officer", "Administrative", authority=True)
+AUTHORITY = _token("PA1", "Policy Authority", "Administrative", authority=True)
 
 
 def _scripted(text: str) -> LLMClient:
@@ -44,10 +44,21 @@ def client(riverside: DocumentStore) -> Iterator[TestClient]:
         yield c
 
 
+@pytest.fixture
+def explaining(riverside: DocumentStore) -> Iterator[TestClient]:
+    """The service in its documented --explain-denials mode (rules and counts shown)."""
+    settings = ServiceSettings(jwt_key=KEY, explain_denials=True)
+    with TestClient(create_app(riverside, settings)) as c:
+        yield c
+
+
 def test_health_and_openapi(client: TestClient, corpus: Corpus) -> None:
-    health = client.get("/v1/health").json()
-    assert health["status"] == "ok" and health["documents"] == 105
-    assert health["policy_version"] == corpus.policy.version
+    assert client.get("/v1/health").json() == {"status": "ok"}
+    status = client.get("/v1/status", headers=AUTHORITY).json()
+    assert status["documents"] == 105 and status["labels"] == 105
+    assert status["policy_version"] == corpus.policy.version
+    assert client.get("/v1/status", headers=DOCTOR).status_code == 403
+    assert client.get("/v1/status").status_code == 401
     schema = client.get("/openapi.json").json()
     paths = set(schema["paths"])
     assert {
@@ -64,8 +75,18 @@ def test_health_and_openapi(client: TestClient, corpus: Corpus) -> None:
     assert "DecideRequest" in schema["components"]["schemas"]
 
 
+@pytest.mark.parametrize("explain", [False, True], ids=["default", "explain-denials"])
 def test_doctor_retrieves_only_permitted_documents(
-    client: TestClient, corpus: Corpus, gate: Gate
+    riverside: DocumentStore, corpus: Corpus, gate: Gate, explain: bool
+) -> None:
+    with TestClient(
+        create_app(riverside, ServiceSettings(jwt_key=KEY, explain_denials=explain))
+    ) as client:
+        _doctor_retrieves_only_permitted_documents(client, corpus, gate, explain)
+
+
+def _doctor_retrieves_only_permitted_documents(
+    client: TestClient, corpus: Corpus, gate: Gate, explain: bool
 ) -> None:
     requester = corpus.requester("D01")
     permitted = {lab.doc_id for lab in corpus.labels if gate.decide(requester, lab).permitted}
@@ -79,8 +100,11 @@ def test_doctor_retrieves_only_permitted_documents(
     assert all(d["content"] and d["title"] for d in body["documents"])
     assert [d["decision"] for d in body["decisions"]] == ["permit"] * len(ids)
     assert body["authorized_count"] == len(permitted)
-    assert body["withheld"]["count"] == 105 - len(permitted)
-    assert set(body["withheld"]["rules"]) == {"role_not_permitted", "assignment_required"}
+    if explain:
+        assert body["withheld"]["count"] == 105 - len(permitted)
+        assert set(body["withheld"]["rules"]) == {"role_not_permitted", "assignment_required"}
+    else:
+        assert body["withheld"] is None
     assert body["policy_version"] == corpus.policy.version
     # across many queries, nothing outside the permit set ever comes back
     for query in [
@@ -95,7 +119,9 @@ def test_doctor_retrieves_only_permitted_documents(
         assert {d["doc_id"] for d in got["documents"]} <= permitted
 
 
-def test_nurse_outside_her_assignment_gets_denials_with_rules(client: TestClient) -> None:
+def test_nurse_outside_her_assignment_gets_denials_with_rules(explaining: TestClient) -> None:
+    """With --explain-denials the requester sees each denial's rule."""
+    client = explaining
     r = client.post("/v1/decide", json={"doc_id": "RMC-LAB-002"}, headers=NURSE)
     assert r.status_code == 200
     body = r.json()
@@ -115,11 +141,25 @@ def test_nurse_outside_her_assignment_gets_denials_with_rules(client: TestClient
         "RMC-MHA-001": "role_not_permitted",
     }
     assert r.json()["permitted"] == ["RMC-LAB-001"]
-    outside = _token("N01", "Nurse", "Administrative")
-    r = client.post("/v1/decide", json={"doc_id": "RMC-LAB-001"}, headers=outside)
-    assert r.json()["rule"] == "role_not_authoritative_in_context"
-    r = client.post("/v1/retrieve", json={"query": "lab"}, headers=outside)
-    assert r.json()["authorized_count"] == 0 and r.json()["documents"] == []
+
+
+def test_denials_say_only_not_available_by_default(client: TestClient) -> None:
+    """The same batch without --explain-denials: a permit, and 'not available' for the rest."""
+    r = client.post(
+        "/v1/decide/batch",
+        json={"doc_ids": ["RMC-LAB-001", "RMC-LAB-002", "RMC-SAL-001", "RMC-MHA-001"]},
+        headers=NURSE,
+    )
+    decisions = {d["doc_id"]: d for d in r.json()["decisions"]}
+    assert decisions["RMC-LAB-001"]["rule"] == "permit"
+    for doc in ("RMC-LAB-002", "RMC-SAL-001", "RMC-MHA-001"):
+        d = decisions[doc]
+        assert (d["decision"], d["rule"], d["label_version"], d["errors"]) == (
+            "deny",
+            "not_available",
+            None,
+            [],
+        )
 
 
 @pytest.mark.parametrize(
@@ -157,11 +197,13 @@ def test_malformed_json_and_unknown_routes(client: TestClient) -> None:
         "/v1/decide", content=b"{not json", headers={**DOCTOR, "Content-Type": "application/json"}
     )
     assert r.status_code == 422 and "JSON" in r.json()["error"]
-    assert client.get("/v1/nope").status_code == 404
-    assert client.get("/v1/decide").status_code == 405
+    assert client.get("/v1/nope").status_code == 401  # no route is revealed without a token
+    assert client.get("/v1/nope", headers=DOCTOR).status_code == 404
+    assert client.get("/v1/decide", headers=DOCTOR).status_code == 405
 
 
-def test_unknown_document_is_404_with_its_id(client: TestClient) -> None:
+def test_unknown_document_is_404_with_its_id_when_explaining(explaining: TestClient) -> None:
+    client = explaining
     r = client.post("/v1/decide", json={"doc_id": "RMC-NOPE-9"}, headers=DOCTOR)
     assert r.status_code == 404 and "'RMC-NOPE-9'" in r.json()["error"]
     r = client.post(
@@ -172,7 +214,7 @@ def test_unknown_document_is_404_with_its_id(client: TestClient) -> None:
 
 def test_labels_are_for_the_policy_authority(client: TestClient, riverside: DocumentStore) -> None:
     assert client.get("/v1/labels", headers=DOCTOR).status_code == 403
-    assert "authority" in client.get("/v1/labels", headers=DOCTOR).json()["error"]
+    assert "Policy Authority" in client.get("/v1/labels", headers=DOCTOR).json()["error"]
     assert client.get("/v1/labels").status_code == 401
     listed = client.get("/v1/labels", params={"state": "approved"}, headers=AUTHORITY).json()
     assert listed["count"] == 105 and listed["labels"][0]["state"] == "approved"
@@ -185,10 +227,10 @@ def test_labels_are_for_the_policy_authority(client: TestClient, riverside: Docu
         "/v1/labels/RMC-LAB-003/revoke", json={"note": "ACL under review"}, headers=AUTHORITY
     )
     assert r.status_code == 200 and r.json()["state"] == "revoked"
-    assert r.json()["updated_by"] == "PO1"
+    assert r.json()["updated_by"] == "PA1"
     after = client.post("/v1/decide", json=decide, headers=DOCTOR).json()
-    assert after["decision"] == "deny" and after["rule"] == "invalid_label"
-    assert "revoked" in after["errors"][0]
+    assert after["decision"] == "deny" and after["rule"] == "not_available"
+    assert riverside.audit.records()[-1].rule == "invalid_label"  # the authority sees why
     assert (
         client.get("/v1/labels", params={"state": "revoked"}, headers=AUTHORITY).json()["count"]
         == 1
@@ -198,7 +240,7 @@ def test_labels_are_for_the_policy_authority(client: TestClient, riverside: Docu
     assert client.post("/v1/decide", json=decide, headers=DOCTOR).json()["decision"] == "permit"
     assert client.post("/v1/labels/NOPE-1/approve", headers=AUTHORITY).status_code == 404
     history = riverside.history("RMC-LAB-003")
-    assert [(e.action, e.actor) for e in history][-2:] == [("revoke", "PO1"), ("approve", "PO1")]
+    assert [(e.action, e.actor) for e in history][-2:] == [("revoke", "PA1"), ("approve", "PA1")]
 
 
 def test_ask_uses_admitted_documents_only(client: TestClient) -> None:
@@ -212,6 +254,7 @@ def test_ask_uses_admitted_documents_only(client: TestClient) -> None:
     assert "RMC-LAB-003" in [d["doc_id"] for d in body["documents"]]
     assert "content" not in body["documents"][0]
     assert body["provider"] == "scripted-test-double" and body["denial_mode"] == "withhold"
+    assert body["withheld"] is None
 
 
 def test_every_request_is_audited(client: TestClient, riverside: DocumentStore) -> None:
@@ -269,7 +312,8 @@ def test_missing_model_is_503_and_docs_page(riverside: DocumentStore) -> None:
     settings = ServiceSettings(jwt_key=KEY, llm_client=_BrokenClient(ScriptedTestBackend([])))
     with TestClient(create_app(riverside, settings)) as client:
         r = client.post("/v1/ask", json={"question": "lipid panel"}, headers=DOCTOR)
-        assert r.status_code == 503 and "model is missing" in r.json()["error"]
+        assert r.status_code == 503 and "model is not available" in r.json()["error"]
+        assert "missing" not in r.json()["error"]  # the server's own words stay in its log
         assert client.get("/docs").status_code == 200
 
 

@@ -117,3 +117,16 @@ def riverside(
             yield store
         finally:
             store.close()
+
+
+@pytest.fixture
+def sqlite_riverside(tmp_path: Path, riverside_template: Path) -> Iterator[DocumentStore]:
+    """Riverside on SQLite only, for what only SQLite can show (its file, its text
+    encoding): a test with this fixture runs once, instead of skipping on PostgreSQL."""
+    path = tmp_path / "riverside.db"
+    shutil.copyfile(riverside_template, path)
+    store = DocumentStore(path)
+    try:
+        yield store
+    finally:
+        store.close()

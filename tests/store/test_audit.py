@@ -3,13 +3,21 @@ at the right record (edit, delete, reorder, insert, truncated tail)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
 from typer.testing import CliRunner
 
 from privacy_ci.conductor import Corpus
-from privacy_ci.store import AuditRecord, DocumentStore, decide_batch_for, retrieve_for
+from privacy_ci.store import (
+    AuditRecord,
+    DocumentStore,
+    StoreError,
+    decide_batch_for,
+    retrieve_for,
+)
+from privacy_ci.store._audit import HASHED, chain_hash, content_hash
 from tests.store.backends import drop_audit_guards
 
 
@@ -168,3 +176,198 @@ def test_audit_cli(riverside: DocumentStore) -> None:
     assert data["ok"] is False and data["first_bad_seq"] == 2
     text = runner.invoke(app, ["audit", "verify", "--db", riverside.url])
     assert text.exit_code == 1 and "BROKEN at record 2" in text.output
+
+
+# -- re-sealed records and edited chain hashes --------------------------------------------
+def _reseal(store: DocumentStore, record: AuditRecord, decision: str) -> str:
+    """Rewrite a record in place with its content hash and hash recomputed (a forger's
+    "re-seal"), leaving its prev_hash as it was; returns the new hash."""
+    fields = {name: getattr(record, name) for name in HASHED} | {"decision": decision}
+    content = content_hash(fields)
+    digest = chain_hash(record.prev_hash, content)
+    store.db.execute(
+        "UPDATE audit SET decision = ?, content_hash = ?, hash = ? WHERE seq = ?",
+        (decision, content, digest, record.seq),
+    )
+    return digest
+
+
+def test_resealed_middle_record_is_named(riverside: DocumentStore) -> None:
+    records = _fill(riverside)
+    victim = next(r for r in records[1:-1] if r.decision == "deny")
+    drop_audit_guards(riverside)
+    _reseal(riverside, victim, "permit")
+    report = riverside.audit.verify()
+    assert not report.ok and report.first_bad_seq == victim.seq
+    problem = report.problem or ""
+    assert f"between record {victim.seq} and record {victim.seq + 1}" in problem
+    assert "re-sealed" in problem and "cannot be told apart" in problem
+
+
+def test_resealed_last_record_is_caught_by_the_recorded_head(riverside: DocumentStore) -> None:
+    records = _fill(riverside)
+    last = records[-1]
+    drop_audit_guards(riverside)
+    _reseal(riverside, last, "deny" if last.decision == "permit" else "permit")
+    report = riverside.audit.verify()
+    assert not report.ok and report.first_bad_seq == last.seq
+    assert "not the head the store recorded" in (report.problem or "")
+
+
+def test_edited_hash_is_blamed_on_its_own_record(riverside: DocumentStore) -> None:
+    records = _fill(riverside)
+    victim = records[len(records) // 2]
+    drop_audit_guards(riverside)
+    forged = hashlib.sha256(b"forged").hexdigest()
+    riverside.db.execute("UPDATE audit SET hash = ? WHERE seq = ?", (forged, victim.seq))
+    report = riverside.audit.verify()
+    assert not report.ok and report.first_bad_seq == victim.seq
+    assert f"record {victim.seq} has a wrong chain hash" in (report.problem or "")
+
+
+def test_relinked_first_record_is_named(riverside: DocumentStore) -> None:
+    records = _fill(riverside)
+    drop_audit_guards(riverside)
+    first = records[0]
+    fields = {name: getattr(first, name) for name in HASHED} | {"prev_hash": "1" * 64}
+    content = content_hash(fields)
+    riverside.db.execute(
+        "UPDATE audit SET prev_hash = ?, content_hash = ?, hash = ? WHERE seq = 1",
+        ("1" * 64, content, chain_hash("1" * 64, content)),
+    )
+    report = riverside.audit.verify()
+    assert not report.ok and report.first_bad_seq == 1
+    assert "genesis" in (report.problem or "")
+
+
+# -- values retyped in the database ----------------------------------------------------
+def _retype(store: DocumentStore, seq: int, column: str, value: str | float) -> None:
+    """Store `value` (of the wrong type) in an audit column of record `seq`."""
+    drop_audit_guards(store)
+    if store.engine == "sqlite":  # SQLite keeps text and reals in an INTEGER column
+        store.db.execute(f"UPDATE audit SET {column} = ? WHERE seq = ?", (value, seq))
+        return
+    # PostgreSQL enforces column types: an attacker with database rights retypes the
+    # column first (jsonb keeps the other rows' integers as integers).
+    store.db.execute(f"ALTER TABLE audit ALTER COLUMN {column} TYPE jsonb USING to_jsonb({column})")
+    where = "seq = to_jsonb(CAST(? AS bigint))" if column == "seq" else "seq = ?"
+    store.db.execute(
+        f"UPDATE audit SET {column} = CAST(? AS jsonb) WHERE {where}",
+        (json.dumps(value), seq),
+    )
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "type_name"),
+    [
+        ("label_version", "abc", "str"),
+        ("label_version", 2.9, "float"),  # once cast to 2 before hashing: verified OK
+        ("store_version", "abc", "str"),
+        ("store_version", 2.9, "float"),
+    ],
+)
+def test_retyped_field_is_reported(
+    riverside: DocumentStore, column: str, value: str | float, type_name: str
+) -> None:
+    records = _fill(riverside)
+    victim = next(r for r in records if r.label_version == 2 and 1 < r.seq < len(records))
+    _retype(riverside, victim.seq, column, value)
+    report = riverside.audit.verify()
+    assert not report.ok and report.first_bad_seq == victim.seq
+    assert f"its {column} is {value!r} (a {type_name})" in (report.problem or "")
+    with pytest.raises(StoreError, match=f"audit record {victim.seq} is malformed: its {column}"):
+        list(riverside.audit.iter_records())
+
+
+@pytest.mark.parametrize(
+    ("value", "type_name"),
+    [("abc", "str"), (2.9, "float"), (4.5, "float")],
+    ids=["text-sorts-last", "real-sorts-early", "real-in-place"],
+)
+def test_retyped_seq_is_reported_at_its_position(
+    riverside: DocumentStore, value: str | float, type_name: str
+) -> None:
+    _fill(riverside)
+    _retype(riverside, 5, "seq", value)
+    report = riverside.audit.verify()
+    assert not report.ok and report.first_bad_seq == 5
+    assert f"record 5's seq was changed to a non-integer: it is {value!r} (a {type_name})" in (
+        report.problem or ""
+    )
+    # the typed reader refuses the row (PostgreSQL already refuses to page a jsonb seq)
+    refusal = "is malformed: its seq" if riverside.engine == "sqlite" else "operator does not exist"
+    with pytest.raises(StoreError, match=refusal):
+        list(riverside.audit.iter_records(batch=3))
+
+
+def test_retyped_hash_is_reported(riverside: DocumentStore) -> None:
+    _fill(riverside)
+    drop_audit_guards(riverside)
+    riverside.db.execute("UPDATE audit SET prev_hash = 'é' WHERE seq = 3")
+    report = riverside.audit.verify()
+    assert not report.ok and report.first_bad_seq == 3
+    assert "its prev_hash is 'é' (a str), not a SHA-256 hex digest" in (report.problem or "")
+
+
+def test_undecodable_text_is_reported(sqlite_riverside: DocumentStore) -> None:
+    # SQLite only: PostgreSQL stores only valid UTF-8 in a UTF8 database
+    riverside = sqlite_riverside
+    _fill(riverside)
+    drop_audit_guards(riverside)
+    riverside.db.execute("UPDATE audit SET decision = CAST(x'ff41' AS TEXT) WHERE seq = 4")
+    report = riverside.audit.verify()
+    assert not report.ok and report.first_bad_seq == 4
+    assert "its decision is b'\\xffA' (a bytes), not text" in (report.problem or "")
+    assert riverside.audit.records(limit=1)  # the connection reads text as before
+
+
+@pytest.mark.parametrize(
+    "head", ["garbage", "", "7", f"x:{'a' * 64}", "7:xyz", f"-1:{'a' * 64}", f" 7:{'a' * 64}"]
+)
+def test_garbled_recorded_head_is_reported(riverside: DocumentStore, head: str) -> None:
+    _fill(riverside)
+    riverside.db.execute("UPDATE meta SET value = ? WHERE key = 'audit_head'", (head,))
+    report = riverside.audit.verify()
+    assert not report.ok and report.first_bad_seq is None
+    assert f"the recorded head (meta 'audit_head') is {head!r}" in (report.problem or "")
+    with pytest.raises(StoreError, match="recorded head"):
+        riverside.audit.recorded_head()
+
+
+def test_deleted_recorded_head_is_reported(riverside: DocumentStore) -> None:
+    _fill(riverside)
+    riverside.db.execute("DELETE FROM meta WHERE key = 'audit_head'")
+    report = riverside.audit.verify()
+    assert not report.ok and "no head" in (report.problem or "")
+
+
+def test_empty_log_without_head_verifies(empty_store: DocumentStore) -> None:
+    report = empty_store.audit.verify()
+    assert report.ok and report.records == 0
+
+
+def test_audit_cli_reports_tampering_without_a_traceback(riverside: DocumentStore) -> None:
+    import typer
+
+    from privacy_ci.cli.serve import audit_app
+
+    _fill(riverside, 2)
+    app = typer.Typer()
+    app.add_typer(audit_app, name="audit")
+    runner = CliRunner()
+    # a garbled head (markup in it prints as written)
+    riverside.db.execute("UPDATE meta SET value = '[bold]x' WHERE key = 'audit_head'")
+    head = runner.invoke(app, ["audit", "verify", "--db", riverside.url])
+    assert head.exit_code == 1 and isinstance(head.exception, SystemExit), head.output
+    flat = " ".join(head.output.split())
+    assert "audit log BROKEN: the recorded head (meta 'audit_head') is '[bold]x'" in flat
+    tail = runner.invoke(app, ["audit", "tail", "--db", riverside.url])
+    assert tail.exit_code == 2 and "error:" in tail.stderr and "'[bold]x'" in tail.stderr
+    # a retyped record
+    _retype(riverside, 3, "label_version", "[/x]")
+    text = runner.invoke(app, ["audit", "verify", "--db", riverside.url])
+    assert text.exit_code == 1 and isinstance(text.exception, SystemExit), text.output
+    flat = " ".join(text.output.split())
+    assert "BROKEN at record 3" in flat and "its label_version is '[/x]' (a str)" in flat
+    as_json = runner.invoke(app, ["audit", "verify", "--db", riverside.url, "--json"])
+    assert as_json.exit_code == 1 and json.loads(as_json.stdout)["first_bad_seq"] == 3

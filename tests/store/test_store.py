@@ -58,7 +58,8 @@ def test_schema_is_idempotent_and_empty_store_says_what_to_do(empty_store: Docum
 def test_load_riverside(riverside: DocumentStore, corpus: Corpus) -> None:
     counts = riverside.counts()
     assert counts["labels"] == counts["documents"] == 105
-    assert counts["agents"] == 24
+    # the 24 requesters plus the Policy Authority's members, who request no documents
+    assert counts["agents"] == 24 + len(corpus.directory.policy_authority) == 26
     assert counts["assignments"] == sum(len(s) for s in corpus.assignments.values())
     assert len(riverside.labels(LabelState.APPROVED)) == 105
     assert riverside.labels("proposed") == []
@@ -70,6 +71,7 @@ def test_load_riverside(riverside: DocumentStore, corpus: Corpus) -> None:
     actions = [e.action for e in riverside.history("RMC-LAB-001")]
     assert actions == ["propose", "approve", "put_document"]
     assert riverside.agents()["D01"].roles == {"Doctor": "Medical"}
+    assert riverside.agents()["PA1"].roles == {"Policy Authority": "Administrative"}
     assert riverside.assignments()["D01"] == corpus.assignments["D01"]
     with pytest.raises(UnknownDocument, match="'NOPE-1'"):
         riverside.label("NOPE-1")
@@ -78,7 +80,10 @@ def test_load_riverside(riverside: DocumentStore, corpus: Corpus) -> None:
 def test_requester_comes_from_the_store(riverside: DocumentStore, corpus: Corpus) -> None:
     snap = riverside.snapshot()
     assert snap.requester("D01") == corpus.requester("D01")
-    assert snap.requester("D01", "Doctor", "Administrative").active_context == "Administrative"
+    assert snap.requester("D01", "Doctor", "Medical") == corpus.requester("D01")
+    # the context is the store's: a token minted for another one is refused
+    with pytest.raises(RoleNotHeld, match="holds role 'Doctor' in context 'Medical'"):
+        snap.requester("D01", "Doctor", "Administrative")
     with pytest.raises(RoleNotHeld, match="does not hold role 'Nurse'"):
         snap.requester("D01", "Nurse", "Medical")
     with pytest.raises(UnknownAgent, match="'X99'"):

@@ -133,6 +133,8 @@ class Assistant:
         denial_mode: ``withhold`` or ``explain``.
         settings: generation settings (default: greedy, 256 tokens).
         max_doc_chars: each document is cut to this many characters in the prompt.
+        max_context_chars: all documents together are cut to this many characters
+            (the best-ranked first), so the prompt fits the model's context whatever k.
     """
 
     def __init__(
@@ -142,11 +144,13 @@ class Assistant:
         denial_mode: DenialMode | str = DenialMode.WITHHOLD,
         settings: GenerationSettings | None = None,
         max_doc_chars: int = 2000,
+        max_context_chars: int = 12_000,
     ) -> None:
         self._client = client
         self.denial_mode = DenialMode(denial_mode)
         self.settings = settings or GenerationSettings(max_tokens=256)
         self.max_doc_chars = max_doc_chars
+        self.max_context_chars = max_context_chars
 
     @property
     def client(self) -> LLMClient:
@@ -159,10 +163,13 @@ class Assistant:
     def messages(self, question: str, retrieval: RetrievalResult) -> list[Message]:
         """The prompt: the admitted documents labelled by id, the denial note, the question."""
         parts = ["Documents:"]
+        budget = self.max_context_chars
         for doc in retrieval.admitted:
             body = doc.content
-            if len(body) > self.max_doc_chars:
-                body = body[: self.max_doc_chars].rstrip() + "\n[... document truncated ...]"
+            limit = max(0, min(self.max_doc_chars, budget))
+            if len(body) > limit:
+                body = body[:limit].rstrip() + "\n[... document truncated ...]"
+            budget -= min(len(body), limit)
             parts.append(f"[{doc.doc_id}] {doc.title}\n{body.rstrip()}")
         if self.denial_mode is DenialMode.EXPLAIN and retrieval.withheld:
             rules = ", ".join(retrieval.withheld_rules())

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from privacy_ci.cli._common import console, print_json, user_errors
+from privacy_ci.cli._common import console, escape, print_json, user_errors
 
 if TYPE_CHECKING:
     from privacy_ci.store import DocumentStore
@@ -43,6 +43,13 @@ def _open(db: str) -> DocumentStore:
     return DocumentStore(db)
 
 
+def _open_readonly(db: str) -> DocumentStore:
+    """An existing store, read-only: a mistyped --db is an error, never a new store."""
+    from privacy_ci.store import DocumentStore
+
+    return DocumentStore(db, readonly=True)
+
+
 # -- serve ------------------------------------------------------------------------------
 def serve(
     db: str = DbOpt,
@@ -57,26 +64,63 @@ def serve(
     denial_mode: str = typer.Option(
         "withhold",
         "--denial-mode",
-        help="What the assistant's model is told about withheld documents: withhold | explain.",
+        help="What the assistant's model is told about withheld documents: withhold | explain"
+        " (explain needs --explain-denials).",
+    ),
+    explain_denials: bool = typer.Option(
+        False,
+        "--explain-denials",
+        help="Show requesters why a document is denied (the rule, label errors, unknown ids,"
+        " withheld counts). For demonstrations and debugging only: it tells a requester"
+        " which documents exist and how many it may not see.",
+    ),
+    max_token_ttl: int = typer.Option(
+        24 * 3600, "--max-token-ttl", min=1, help="Refuse tokens living longer (seconds)."
+    ),
+    model_slots: int = typer.Option(
+        2, "--model-slots", min=1, help="Model jobs at once, per model endpoint (judge, ask)."
+    ),
+    model_queue: int = typer.Option(
+        8, "--model-queue", min=0, help="Model jobs waiting, per endpoint (503 beyond)."
+    ),
+    model_timeout: float = typer.Option(
+        120.0, "--model-timeout", min=1.0, help="Seconds a model job may run."
+    ),
+    max_event_chars: int = typer.Option(
+        8000, "--max-event-chars", min=100, help="Longest event /v1/judge accepts."
     ),
     log_level: str = typer.Option("info", "--log-level", help="uvicorn log level."),
 ) -> None:
-    """Serve the Privacy Conductor HTTP API (decide, retrieve, ask, labels) with uvicorn."""
+    """Serve the Privacy Conductor HTTP API (decide, retrieve, ask, judge, labels) with uvicorn."""
     with user_errors():
         from privacy_ci.assistant import DenialMode
         from privacy_ci.errors import PrivacyCIError
-        from privacy_ci.service import load_key, serve_forever
+        from privacy_ci.service import ServiceSettings, load_key, serve_forever
 
         if denial_mode not in {m.value for m in DenialMode}:
             raise PrivacyCIError(f"--denial-mode must be withhold or explain, got {denial_mode!r}")
-        load_key(jwt_key_file)  # fail here, with the file named, before uvicorn starts
-        console.print(f"serving {db} on http://{host}:{port} (OpenAPI: /docs)", highlight=False)
+        key = load_key(jwt_key_file)  # fail here, with the file named, before uvicorn starts
+        settings = ServiceSettings(
+            jwt_key=key,
+            denial_mode=DenialMode(denial_mode),
+            explain_denials=explain_denials,
+            max_token_lifetime_s=max_token_ttl,
+            model_slots=model_slots,
+            model_queue=model_queue,
+            model_timeout_s=model_timeout,
+            max_event_chars=max_event_chars,
+        )
+        mode = "explaining denials (not for production)" if explain_denials else "denials hidden"
+        console.print(
+            f"serving {escape(db)} on http://{escape(host)}:{port} (OpenAPI: /docs); {mode}",
+            highlight=False,
+        )
         serve_forever(
             db,
             jwt_key_file,
+            settings,
             host=host,
             port=port,
-            denial_mode=denial_mode,
             log_level=log_level,
             access_log=log_level in ("debug", "info"),
         )
@@ -135,7 +179,7 @@ def store_labels(
 
         if state is not None and state not in ("proposed", "approved", "revoked"):
             raise PrivacyCIError(f"--state must be proposed, approved or revoked, got {state!r}")
-        store = _open(db)
+        store = _open_readonly(db)
         try:
             records = store.labels(state)
         finally:
@@ -148,16 +192,17 @@ def store_labels(
             table.add_column(col)
         for r in records:
             body = r.body
-            table.add_row(
+            cells = (
                 r.doc_id,
                 r.state.value,
                 str(r.version),
                 str(body.get("sensitivity_tier", "")),
-                ", ".join(body.get("permitted_receiver_roles", [])),
+                ", ".join(str(role) for role in body.get("permitted_receiver_roles", [])),
                 str(body.get("subject") or "-"),
                 r.updated_by,
                 r.updated_at[:19],
             )
+            table.add_row(*(escape(c) for c in cells))  # stored text, never markup
         console.print(table)
 
 
@@ -244,7 +289,7 @@ def store_history(
 ) -> None:
     """Show recorded changes (who approved, edited or revoked what, and when)."""
     with user_errors():
-        store = _open(db)
+        store = _open_readonly(db)
         try:
             entries = store.history(target)
         finally:
@@ -271,7 +316,7 @@ def audit_verify(
 ) -> None:
     """Re-compute the hash chain; report the first bad record (exit 1 if any)."""
     with user_errors():
-        store = _open(db)
+        store = _open_readonly(db)
         try:
             report = store.audit.verify(expect_head)
         finally:
@@ -285,8 +330,9 @@ def audit_verify(
                 highlight=False,
             )
         else:
+            where = "" if report.first_bad_seq is None else f" at record {report.first_bad_seq}"
             console.print(
-                f"[red]audit log BROKEN at record {report.first_bad_seq}[/]: {report.problem}",
+                f"[red]audit log BROKEN{where}[/]: {escape(report.problem or '')}",
                 highlight=False,
             )
         if not report.ok:
@@ -301,7 +347,7 @@ def audit_tail(
 ) -> None:
     """Show the last records of the audit log."""
     with user_errors():
-        store = _open(db)
+        store = _open_readonly(db)
         try:
             head = store.audit.recorded_head()
             after = max(0, (head[0] if head else 0) - n)
@@ -311,11 +357,18 @@ def audit_tail(
         if as_json:
             print_json([r.as_dict() for r in records])
             return
+        from privacy_ci.store import BATCH_DECISION, batch_decisions
+
         for r in records:
+            what = r.rule or r.detail
+            if r.decision == BATCH_DECISION:  # one record for a whole batch: summarise it
+                decided = batch_decisions(r.detail)
+                permits = sum(d["decision"] == "permit" for d in decided)
+                what = f"{len(decided)} decisions ({permits} permit)"
             console.print(
                 f"{r.seq:>8} {r.at[:23]} {r.requester}/{r.role}@{r.context}"
-                f" {r.action} {r.doc_id or '(scope)'} {r.decision}"
-                f" {r.rule or r.detail} {r.hash[:12]}",
+                f" {r.action} {r.doc_id or '(' + r.decision + ')'} {r.decision}"
+                f" {what} {r.hash[:12]}",
                 highlight=False,
                 markup=False,
             )
@@ -336,10 +389,13 @@ def token_keygen(
 
         if out.exists() and not force:
             raise PrivacyCIError(f"{out} exists (use --force to overwrite)")
-        fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(generate_key() + "\n")
-        console.print(f"wrote a 256-bit key to {out}", highlight=False)
+        try:
+            fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(generate_key() + "\n")
+        except OSError as exc:
+            raise PrivacyCIError(f"cannot write the key to {out}: {exc.strerror}") from None
+        console.print(f"wrote a 256-bit key to {out}", highlight=False, markup=False)
 
 
 @token_app.command("mint")
@@ -356,7 +412,9 @@ def token_mint(
         envvar="PRIVACY_CI_DB",
         help="Read the agent's role and context from this store.",
     ),
-    ttl: int = typer.Option(3600, "--ttl", min=1, help="Seconds until it expires."),
+    ttl: int = typer.Option(
+        3600, "--ttl", min=1, max=24 * 3600, help="Seconds until it expires (at most a day)."
+    ),
     authority: bool = typer.Option(False, "--authority", help="Add the policy-authority claim."),
     as_json: bool = JsonOpt,
 ) -> None:
@@ -367,7 +425,7 @@ def token_mint(
 
         key = load_key(key_file)
         if (role is None or context is None) and db is not None:
-            store = _open(db)
+            store = _open_readonly(db)
             try:
                 agent = store.agents().get(agent_id)
             finally:

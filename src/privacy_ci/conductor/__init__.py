@@ -29,7 +29,9 @@ from privacy_ci.conductor._labels import (
     parse_labels,
 )
 from privacy_ci.conductor._policy import (
+    POLICY_AUTHORITY_ROLE,
     Agent,
+    AuthorityMember,
     Directory,
     Policy,
     Requester,
@@ -40,8 +42,10 @@ from privacy_ci.conductor._policy import (
 )
 
 __all__ = [
+    "POLICY_AUTHORITY_ROLE",
     "TABLE_VI",
     "Agent",
+    "AuthorityMember",
     "BatchDecision",
     "CompiledLabels",
     "Corpus",

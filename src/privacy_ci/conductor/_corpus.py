@@ -10,6 +10,7 @@ from pathlib import Path
 
 from privacy_ci.conductor._labels import Label, LabelSet, load_labels
 from privacy_ci.conductor._policy import (
+    POLICY_AUTHORITY_ROLE,
     Agent,
     Directory,
     Policy,
@@ -98,6 +99,17 @@ def validate_corpus(
             problems.append(
                 f"{where}/agents.yaml: agent {agent.id}: context {agent.context!r} is not where"
                 f" {agent.role!r} is authoritative ({policy.authoritative_context[agent.role]!r})"
+            )
+    if POLICY_AUTHORITY_ROLE in roles:
+        problems.append(
+            f"{where}/policy.yaml: field roles: {POLICY_AUTHORITY_ROLE!r} is reserved for the"
+            " people who approve labels (agents.yaml: policy_authority), not a requester role"
+        )
+    for member in directory.policy_authority:
+        if member.context not in contexts:
+            problems.append(
+                f"{where}/agents.yaml: policy_authority {member.id}: context"
+                f" {member.context!r} is not a context of the policy"
             )
     for label in labels:
         entry = f"{where}/labels.yaml: document {label.doc_id!r}"

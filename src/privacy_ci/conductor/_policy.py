@@ -24,6 +24,10 @@ from privacy_ci.conductor._labels import (
 )
 from privacy_ci.errors import ValidationFailed
 
+POLICY_AUTHORITY_ROLE = "Policy Authority"
+"""The role of the people who approve and revoke labels. It is held in the store like
+any role, but it is no requester role of the policy, so it never receives a document."""
+
 
 class TierRule(BaseModel):
     """What the policy says about one sensitivity tier."""
@@ -154,8 +158,24 @@ class Requester(BaseModel):
         )
 
 
+class AuthorityMember(BaseModel):
+    """A person who acts as the Policy Authority (approves and revokes labels).
+
+    Kept apart from the agents: the authority administers labels, it does not request
+    documents, so it takes no part in the flows the gate is measured on.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    context: str = Field(min_length=1, description="The context the authority acts in.")
+    description: str = ""
+
+
 class Directory(BaseModel):
-    """The agents of an organisation and the other people documents may be about."""
+    """The agents of an organisation, the other people documents may be about, and
+    the members of its Policy Authority."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -163,6 +183,7 @@ class Directory(BaseModel):
     subjects: dict[str, str] = Field(
         default_factory=dict, description="Non-agent data subjects: id -> name."
     )
+    policy_authority: tuple[AuthorityMember, ...] = ()
 
     def person_name(self, person_id: str) -> str | None:
         for agent in self.agents:
@@ -199,7 +220,11 @@ def load_policy(path: Path) -> Policy:
 def load_directory(path: Path) -> Directory:
     """Read and validate an agents file (YAML or JSON)."""
     directory: Directory = _parse(Directory, read_structured(path), str(path), "agents")
-    ids = [a.id for a in directory.agents] + list(directory.subjects)
+    ids = (
+        [a.id for a in directory.agents]
+        + list(directory.subjects)
+        + [m.id for m in directory.policy_authority]
+    )
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
         raise ValidationFailed([f"{path}: person id(s) used twice: {', '.join(dupes)}"])

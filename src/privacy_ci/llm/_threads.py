@@ -24,20 +24,40 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
+from privacy_ci.errors import PrivacyCIError
+
 T = TypeVar("T")
 
 MODEL_NICE = 10
-"""How much lower model threads run (CFS weight about 1/10 of a normal thread's)."""
+"""How much lower model threads run by default (CFS weight about 1/10 of a normal
+thread's); ``PRIVACY_CI_MODEL_NICE`` overrides it (0: normal priority)."""
+NICE_ENV = "PRIVACY_CI_MODEL_NICE"
+
+
+def model_nice() -> int:
+    """The nice increment for model threads: `NICE_ENV` if set (0-19), else `MODEL_NICE`."""
+    raw = os.environ.get(NICE_ENV, "").strip()
+    if not raw:
+        return MODEL_NICE
+    try:
+        value = int(raw)
+    except ValueError:
+        raise PrivacyCIError(f"{NICE_ENV} must be an integer from 0 to 19, got {raw!r}") from None
+    if not 0 <= value <= 19:
+        raise PrivacyCIError(f"{NICE_ENV} must be an integer from 0 to 19, got {raw!r}")
+    return value
 
 _EXECUTOR: ThreadPoolExecutor | None = None
 _LOCK = threading.Lock()
 
 
-def _lower_priority() -> None:
+def _lower_priority(nice: int) -> None:
     # Linux: nice applies to the calling thread alone (its native id); elsewhere, or
     # when not permitted, the thread keeps normal priority
-    with contextlib.suppress(AttributeError, OSError):
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), MODEL_NICE)
+    if nice:
+        with contextlib.suppress(AttributeError, OSError):
+            tid = threading.get_native_id()
+            os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + nice)
 
 
 def model_executor() -> ThreadPoolExecutor:
@@ -46,7 +66,10 @@ def model_executor() -> ThreadPoolExecutor:
     with _LOCK:
         if _EXECUTOR is None:
             _EXECUTOR = ThreadPoolExecutor(
-                max_workers=8, thread_name_prefix="privacy-ci-model", initializer=_lower_priority
+                max_workers=8,
+                thread_name_prefix="privacy-ci-model",
+                initializer=_lower_priority,
+                initargs=(model_nice(),),
             )
         return _EXECUTOR
 

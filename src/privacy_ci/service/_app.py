@@ -1,28 +1,47 @@
 """The HTTP service: `create_app(store, settings)` builds the FastAPI application.
 
-Every endpoint but ``/v1/health`` needs ``Authorization: Bearer <JWT>``. The token
-is the only source of the requester's identity, role and context; the roles an
-agent holds and its assignments come from the store. Request text (a query, a
-question) ranks documents and reaches the model, never the gate.
+Identity. Every endpoint but ``/v1/health`` needs ``Authorization: Bearer <JWT>``,
+verified by `RequestGuard` before any body is read. The token names the agent
+(``sub``), the role and the context; at every request the store must hold that
+agent, with that role, in that context, or the request is refused (403). Label
+administration also needs the agent to hold the ``Policy Authority`` role in the
+store (and the token's ``authority`` claim). Request text (a query, a question)
+ranks documents and reaches the model, never the gate.
+
+What a requester learns. By default only whether a document is available to it:
+a denied id and an unknown id get the same answer (200, ``decision: deny``,
+``rule: not_available``), retrievals carry no count of withheld documents, and
+the health check says only that the service is up. The rules, label errors and
+counts go to the audit log and to the Policy Authority (``/v1/status``,
+``/v1/labels``). ``ServiceSettings.explain_denials`` (``serve --explain-denials``)
+shows them to requesters: for demonstrations and debugging, never in production.
+
+Bounded work. Per requester, a token bucket on audited decisions (429); per model
+endpoint (``/v1/judge``, ``/v1/ask``), a few jobs at a time, a short queue (503
+when full), a per-requester rate (429), an input size limit, a deadline (504),
+and cancellation when the client disconnects. Decide and retrieve never wait on
+the model. Bodies are bounded before parsing (413).
 
 Errors are JSON ``{"error": ..., "status": ..., "fields": [...]}``: 401 for a
 missing or failing token, 403 for a valid token that does not allow the call,
-404 for an unknown document (naming it), 422 for a malformed body (naming each
-field), 400 for other user errors.
+404 for an unknown label in the authority's endpoints, 413 for a body or input
+too large, 422 for a malformed body (naming each field), 429/503 with
+``Retry-After``, 504 for a model past its deadline, 400 for other user errors.
+A 5xx names no server path or internal detail (those go to the server log).
 
-The endpoints are coroutines that call the store directly: a store call is short
-(a decision about 0.1 ms, a retrieval under 1 ms on SQLite) and the store
-serialises its connection anyway, so a thread hop per call (FastAPI runs sync
-endpoints, and their response validation, in a threadpool) would only add
-latency. The assistant's model call is awaited; the embedded model generates in
-a worker thread of its own.
+The gate endpoints are coroutines that call the store directly: a store call is
+short and the store serialises its connection anyway (the model work runs in
+tasks and worker threads, off the event loop).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import uuid
-from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -31,16 +50,29 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from privacy_ci import __version__
-from privacy_ci.assistant import Assistant, DenialMode
-from privacy_ci.conductor import Requester
-from privacy_ci.errors import PrivacyCIError, ValidationFailed
-from privacy_ci.llm import GenerationSettings, LLMClient
+from privacy_ci.assistant import Answer, Assistant, DenialMode
+from privacy_ci.conductor import POLICY_AUTHORITY_ROLE, Requester
+from privacy_ci.errors import DataMissingError, PrivacyCIError, ValidationFailed
+from privacy_ci.llm import ContextOverflowError, GenerationSettings, LLMClient
 from privacy_ci.service._auth import (
+    MAX_TOKEN_LIFETIME_S,
     AuthError,
     Forbidden,
     TokenCache,
     TokenClaims,
     requester_from_claims,
+)
+from privacy_ci.service._guard import RequestGuard
+from privacy_ci.service._limits import (
+    Busy,
+    ClientGone,
+    Rate,
+    RateLimited,
+    RateLimiter,
+    TimedOut,
+    WorkPool,
+    retry_after_header,
+    run_bounded,
 )
 from privacy_ci.service._models import (
     AskRequest,
@@ -58,9 +90,11 @@ from privacy_ci.service._models import (
     LabelsResponse,
     RetrieveRequest,
     RetrieveResponse,
+    StatusResponse,
 )
 from privacy_ci.store import (
     DocumentStore,
+    FlowDecision,
     StoreError,
     UnknownDocument,
     decide_batch_for,
@@ -68,18 +102,43 @@ from privacy_ci.store import (
     retrieve_for,
 )
 
+if TYPE_CHECKING:
+    from privacy_ci.judging import Judgment
+    from privacy_ci.store import RetrievalResult
+
+T = TypeVar("T")
+log = logging.getLogger("privacy_ci.service")
+
+PUBLIC_PATHS = frozenset({"/v1/health"})
+NOT_AVAILABLE = "not_available"
+NOT_AVAILABLE_TEXT = "this document is not available to you"
+
 
 @dataclass
 class ServiceSettings:
-    """How the service authenticates and answers.
+    """How the service authenticates, what it reveals, and how much work it takes on.
 
     Args:
         jwt_key: the HS256 signing key (at least 32 bytes).
-        denial_mode: what the assistant's model is told about withheld documents.
-        llm_client: the assistant's model client (default: `make_client()` on first ask).
+        denial_mode: what the assistant's model is told about withheld documents
+            (``explain`` tells it counts and rules, so it needs `explain_denials`).
+        llm_client: the model client of the assistant and the judge (default:
+            `make_client()` on first use).
         generation: the assistant's generation settings.
         max_doc_chars: each admitted document is cut to this many characters in prompts.
+        max_context_chars: all admitted documents together, in the assistant's prompt.
         leeway_s: clock skew tolerated on token times.
+        max_token_lifetime_s: tokens living longer (``exp - iat``) are refused.
+        explain_denials: show requesters the deciding rule of a denial, label errors,
+            unknown ids as such and withheld counts (off: "not available" only).
+        max_body_bytes: the largest request body read (413 above).
+        decision_rate: per requester, audited decisions per second (a batch costs
+            one per distinct id, a retrieval one per candidate plus one).
+        model_rate: per requester, model requests (judge, ask) per second.
+        model_slots / model_queue: per model endpoint, jobs at once and jobs waiting.
+        model_timeout_s: a model job's deadline.
+        max_event_chars: the longest event ``/v1/judge`` accepts (it must fit the
+            model's context with the method's prompt and retrieved text).
     """
 
     jwt_key: bytes
@@ -87,16 +146,41 @@ class ServiceSettings:
     llm_client: LLMClient | None = None
     generation: GenerationSettings | None = None
     max_doc_chars: int = 2000
+    max_context_chars: int = 12_000
     leeway_s: int = 0
+    max_token_lifetime_s: int = MAX_TOKEN_LIFETIME_S
+    explain_denials: bool = False
+    max_body_bytes: int = 512 * 1024
+    decision_rate: Rate = field(default_factory=lambda: Rate(per_s=1000.0, burst=2000.0))
+    model_rate: Rate = field(default_factory=lambda: Rate(per_s=0.5, burst=5.0))
+    model_slots: int = 2
+    model_queue: int = 8
+    model_timeout_s: float = 120.0
+    max_event_chars: int = 8000
+
+    def __post_init__(self) -> None:
+        if DenialMode(self.denial_mode) is DenialMode.EXPLAIN and not self.explain_denials:
+            raise PrivacyCIError(
+                "denial mode 'explain' tells the model how many documents were withheld and"
+                " why, which it may repeat to the requester: it needs explain_denials"
+                " (serve --explain-denials)"
+            )
 
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorResponse, "description": "Missing, expired, forged or malformed token."},
     403: {"model": ErrorResponse, "description": "The token does not allow this."},
+    413: {"model": ErrorResponse, "description": "Body or input too large."},
     422: {"model": ErrorResponse, "description": "Malformed request body or parameters."},
+    429: {"model": ErrorResponse, "description": "Rate limit; see Retry-After."},
+}
+_MODEL_ERRORS: dict[int | str, dict[str, Any]] = {
+    **_ERRORS,
+    503: {"model": ErrorResponse, "description": "Busy or model unavailable; see Retry-After."},
+    504: {"model": ErrorResponse, "description": "The model did not answer in time."},
 }
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {
-    404: {"model": ErrorResponse, "description": "Unknown document id."}
+    404: {"model": ErrorResponse, "description": "Unknown document id (authority endpoints)."}
 }
 
 
@@ -111,7 +195,14 @@ def _error(
 
 
 class Unavailable(PrivacyCIError):
-    """A part of the service is not available (HTTP 503), e.g. the assistant's model."""
+    """A part of the service is not available (HTTP 503), e.g. the assistant's model.
+
+    The message is shown to the client: it must name no server path.
+    """
+
+
+class TooLarge(PrivacyCIError):
+    """An input is larger than the service accepts (HTTP 413)."""
 
 
 def _status_of(exc: PrivacyCIError) -> int:
@@ -121,11 +212,29 @@ def _status_of(exc: PrivacyCIError) -> int:
         return 403
     if isinstance(exc, UnknownDocument):
         return 404
+    if isinstance(exc, TooLarge):
+        return 413
     if isinstance(exc, ValidationFailed):
         return 422
-    if isinstance(exc, (StoreError, Unavailable)):
+    if isinstance(exc, RateLimited):
+        return 429
+    if isinstance(exc, TimedOut):
+        return 504
+    if isinstance(exc, (StoreError, Unavailable, Busy)):
         return 503
     return 400
+
+
+def _unavailable(what: str, exc: Exception) -> Unavailable:
+    """A path-free 503 for the client; the full reason goes to the server log."""
+    log.warning("%s is unavailable: %s", what, exc)
+    if isinstance(exc, DataMissingError):
+        reason = "the regulation data is not installed on the server"
+    elif isinstance(exc, StoreError):
+        reason = "the document store cannot be read"
+    else:
+        reason = "its model is not available on the server"
+    return Unavailable(f"{what} is unavailable: {reason} (details in the server log)")
 
 
 _bearer = HTTPBearer(auto_error=False, description="JWT (HS256): sub, role, context, iat, exp")
@@ -135,27 +244,83 @@ async def _claims(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> TokenClaims:
-    """The verified claims of the request's bearer token (401 otherwise)."""
-    if credentials is None:
-        raise AuthError(
-            "missing bearer token: send 'Authorization: Bearer <JWT>'"
-            " (mint one with privacy-ci token mint)"
-        )
+    """The claims `RequestGuard` verified (the `_bearer` dependency documents the scheme)."""
+    claims = request.scope.get("state", {}).get("claims")
+    if isinstance(claims, TokenClaims):
+        return claims
+    if credentials is None:  # not reached behind the guard; kept for direct mounts
+        raise AuthError("missing bearer token: send 'Authorization: Bearer <JWT>'")
     tokens: TokenCache = request.app.state.tokens
     return tokens.verify(credentials.credentials)
 
 
-async def _authority(claims: Annotated[TokenClaims, Depends(_claims)]) -> TokenClaims:
-    """The claims, only when they carry the policy-authority claim (403 otherwise)."""
-    if not claims.authority:
+@dataclass(frozen=True)
+class Caller:
+    """A verified token and the requester the store says it stands for."""
+
+    claims: TokenClaims
+    requester: Requester
+
+    @property
+    def id(self) -> str:
+        return self.requester.id
+
+
+async def _caller(request: Request, claims: Annotated[TokenClaims, Depends(_claims)]) -> Caller:
+    """Resolve the token against the store: agent, role and context (403 otherwise)."""
+    store: DocumentStore = request.app.state.store
+    try:
+        snapshot = store.snapshot()
+    except StoreError as exc:
+        raise _unavailable("the document store", exc) from None
+    return Caller(claims, requester_from_claims(snapshot, claims))
+
+
+async def _authority(caller: Annotated[Caller, Depends(_caller)]) -> Caller:
+    """The caller, only when the store makes it the Policy Authority (403 otherwise)."""
+    if caller.requester.active_role != POLICY_AUTHORITY_ROLE:
         raise Forbidden(
-            "this endpoint is for the Policy Authority: the token needs the claim 'authority: true'"
+            f"this endpoint is for the Policy Authority: agent {caller.id!r} acts as"
+            f" {caller.requester.active_role!r}; it needs a token acting in the role"
+            f" {POLICY_AUTHORITY_ROLE!r}, which the store must record for the agent"
         )
-    return claims
+    if not caller.claims.authority:
+        raise Forbidden(
+            "this endpoint is for the Policy Authority: the token needs the claim"
+            " 'authority: true' (privacy-ci token mint --authority)"
+        )
+    return caller
 
 
-Claims = Annotated[TokenClaims, Depends(_claims)]
-Authority = Annotated[TokenClaims, Depends(_authority)]
+Who = Annotated[Caller, Depends(_caller)]
+Authority = Annotated[Caller, Depends(_authority)]
+
+
+def _public_flow(flow: FlowDecision, explain: bool) -> dict[str, Any]:
+    """A decision as the requester may see it: a denial says only "not available"."""
+    if explain or flow.permitted:
+        return flow.as_dict()
+    out: dict[str, Any] = {
+        "doc_id": flow.doc_id,
+        "decision": "deny",
+        "rule": NOT_AVAILABLE,
+        "explanation": NOT_AVAILABLE_TEXT,
+        "policy_version": flow.decision.policy_version,
+        "label_version": None,
+        "label_state": None,
+        "errors": [],
+    }
+    if flow.score is not None:
+        out["score"] = flow.score
+    return out
+
+
+async def _until_disconnect(request: Request) -> None:
+    """Return when the client goes away (the body was read already, by the guard)."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return
 
 
 def create_app(store: DocumentStore, settings: ServiceSettings) -> FastAPI:
@@ -163,37 +328,62 @@ def create_app(store: DocumentStore, settings: ServiceSettings) -> FastAPI:
 
     Args:
         store: the document store (SQLite or PostgreSQL).
-        settings: key, denial mode and the assistant's model.
+        settings: key, disclosure, limits and the models.
 
     Returns:
         The FastAPI application (serve it with uvicorn).
     """
-    tokens = TokenCache(settings.jwt_key, leeway=settings.leeway_s)  # refuses a weak key now
+    tokens = TokenCache(  # refuses a weak key now
+        settings.jwt_key, leeway=settings.leeway_s, max_lifetime=settings.max_token_lifetime_s
+    )
     assistant = Assistant(
         settings.llm_client,
         denial_mode=settings.denial_mode,
         settings=settings.generation,
         max_doc_chars=settings.max_doc_chars,
+        max_context_chars=settings.max_context_chars,
     )
+    explain = settings.explain_denials
+    decisions_limit = RateLimiter(settings.decision_rate, "audited decisions")
+    model_limit = RateLimiter(settings.model_rate, "model requests")
+    pools = {
+        name: WorkPool(name, settings.model_slots, settings.model_queue)
+        for name in ("/v1/judge", "/v1/ask")
+    }
     app = FastAPI(
         title="privacy-ci Privacy Conductor service",
         version=__version__,
         description=(
             "Gated document retrieval (Privacy Conductor): decide flows, retrieve the"
             " documents a requester may receive, ask an assistant that sees only those,"
-            " and manage label approval. Identity comes only from a signed JWT (HS256)."
+            " and manage label approval. Identity comes only from a signed JWT (HS256),"
+            " checked against the store at every request."
         ),
     )
     app.state.store = store
     app.state.settings = settings
     app.state.tokens = tokens
     app.state.assistant = assistant
+    app.state.pools = pools
+    app.add_middleware(
+        RequestGuard,
+        tokens=tokens,
+        max_body_bytes=settings.max_body_bytes,
+        public_paths=PUBLIC_PATHS,
+    )
 
     @app.exception_handler(PrivacyCIError)
     async def _user_error(request: Request, exc: PrivacyCIError) -> JSONResponse:
         status = _status_of(exc)
-        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-        return _error(status, str(exc), headers=headers)
+        headers: dict[str, str] | None = None
+        message = str(exc)
+        if status == 401:
+            headers = {"WWW-Authenticate": "Bearer"}
+        elif isinstance(exc, (RateLimited, Busy)):
+            headers = retry_after_header(exc.retry_after)
+        if isinstance(exc, StoreError):
+            message = str(_unavailable("the document store", exc))
+        return _error(status, message, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -210,12 +400,34 @@ def create_app(store: DocumentStore, settings: ServiceSettings) -> FastAPI:
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return _error(exc.status_code, str(exc.detail), headers=getattr(exc, "headers", None))
 
-    def requester(claims: TokenClaims) -> Requester:
-        return requester_from_claims(store.snapshot(), claims)
+    @app.exception_handler(Exception)
+    async def _internal(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("internal error on %s", request.url.path)
+        return _error(500, "internal error (details in the server log)")
+
+    def decisions_cost(who: Caller, cost: int) -> None:
+        decisions_limit.take(who.id, cost)
+
+    async def model_job(
+        who: Caller, endpoint: str, request: Request, job: Callable[[], Awaitable[T]]
+    ) -> T:
+        model_limit.take(who.id)
+        return await pools[endpoint].run(
+            lambda: run_bounded(
+                job,
+                timeout_s=settings.model_timeout_s,
+                disconnected=lambda: _until_disconnect(request),
+            )
+        )
 
     @app.get("/v1/health", response_model=HealthResponse, tags=["service"])
     async def health() -> dict[str, Any]:
-        """Liveness and the store's version (no token needed)."""
+        """Liveness (no token needed; it reveals nothing about the store)."""
+        return {"status": "ok"}
+
+    @app.get("/v1/status", response_model=StatusResponse, tags=["service"], responses=_ERRORS)
+    async def status(who: Authority) -> dict[str, Any]:
+        """The store's versions and counts (Policy Authority only)."""
         counts = store.counts()
         policy = store.policy()
         return {
@@ -225,70 +437,116 @@ def create_app(store: DocumentStore, settings: ServiceSettings) -> FastAPI:
             "policy_version": policy.version if policy else None,
             "documents": counts["documents"],
             "labels": counts["labels"],
+            "agents": counts["agents"],
+            "audit_records": counts["audit"],
+            "explain_denials": explain,
         }
 
-    @app.post(
-        "/v1/decide",
-        response_model=DecideResponse,
-        tags=["gate"],
-        responses={**_ERRORS, **_NOT_FOUND},
-    )
-    async def decide(body: DecideRequest, c: Claims) -> dict[str, Any]:
-        """Decide one flow (document -> the token's requester); audited."""
-        who = requester(c)
+    @app.post("/v1/decide", response_model=DecideResponse, tags=["gate"], responses=_ERRORS)
+    async def decide(body: DecideRequest, who: Who) -> dict[str, Any]:
+        """Decide one flow (document -> the token's requester); audited.
+
+        A document the requester may not receive and an id the store does not hold
+        get the same answer (``rule: not_available``) unless the service explains
+        denials.
+        """
+        decisions_cost(who, 1)
         rid = uuid.uuid4().hex
-        flow = decide_for(store, who, body.doc_id, request_id=rid)
-        return {"request_id": rid, "requester": who.id, **flow.as_dict()}
+        flow = decide_for(
+            store,
+            who.requester,
+            body.doc_id,
+            request_id=rid,
+            unknown="raise" if explain else "deny",
+        )
+        return {"request_id": rid, "requester": who.id, **_public_flow(flow, explain)}
 
     @app.post(
-        "/v1/decide/batch",
-        response_model=DecideBatchResponse,
-        tags=["gate"],
-        responses={**_ERRORS, **_NOT_FOUND},
+        "/v1/decide/batch", response_model=DecideBatchResponse, tags=["gate"], responses=_ERRORS
     )
-    async def decide_batch(body: DecideBatchRequest, c: Claims) -> dict[str, Any]:
-        """Decide a batch of candidate documents for the requester; each decision audited."""
-        who = requester(c)
+    async def decide_batch(body: DecideBatchRequest, who: Who) -> dict[str, Any]:
+        """Decide candidate documents for the requester: one decision per distinct id
+        (repeats are decided once), recorded as one audit record holding them all."""
+        doc_ids = list(dict.fromkeys(body.doc_ids))
+        decisions_cost(who, len(doc_ids))
         rid = uuid.uuid4().hex
-        flows = decide_batch_for(store, who, body.doc_ids, request_id=rid)
+        flows = decide_batch_for(
+            store,
+            who.requester,
+            doc_ids,
+            request_id=rid,
+            unknown="raise" if explain else "deny",
+            compact=True,
+        )
         return {
             "request_id": rid,
             "requester": who.id,
             "permitted": [f.doc_id for f in flows if f.permitted],
-            "decisions": [f.as_dict() for f in flows],
+            "decisions": [_public_flow(f, explain) for f in flows],
         }
 
     @app.post(
         "/v1/retrieve", response_model=RetrieveResponse, tags=["retrieval"], responses=_ERRORS
     )
-    async def retrieve(body: RetrieveRequest, c: Claims) -> dict[str, Any]:
+    async def retrieve(body: RetrieveRequest, who: Who) -> dict[str, Any]:
         """The gated retrieval path: authorized set, ranking within it, re-decision, fetch."""
-        result = retrieve_for(store, requester(c), body.query, body.k)
-        return result.as_dict()
+        decisions_cost(who, body.k + 1)
+        result = retrieve_for(store, who.requester, body.query, body.k)
+        out = result.as_dict()
+        out["decisions"] = [_public_flow(f, explain) for f in result.decisions]
+        if not explain:
+            out["withheld"] = None
+        return out
 
-    @app.post("/v1/ask", response_model=AskResponse, tags=["assistant"], responses=_ERRORS)
-    async def ask(body: AskRequest, c: Claims) -> dict[str, Any]:
+    @app.post("/v1/ask", response_model=AskResponse, tags=["assistant"], responses=_MODEL_ERRORS)
+    async def ask(body: AskRequest, who: Who, request: Request) -> dict[str, Any]:
         """Ask the assistant: it answers from the documents admitted for the requester only."""
-        result = retrieve_for(store, requester(c), body.question, body.k, action="ask")
+        decisions_cost(who, body.k + 1)
+
+        async def job() -> tuple[RetrievalResult, Answer]:
+            result = retrieve_for(store, who.requester, body.question, body.k, action="ask")
+            return result, await assistant.answer(body.question, result)
+
         try:
-            answer = await assistant.answer(body.question, result)
+            result, answer = await model_job(who, "/v1/ask", request, job)
+        except (RateLimited, Busy, TimedOut, ClientGone):
+            raise
+        except ContextOverflowError as exc:
+            raise TooLarge(f"the question does not fit the model: {exc}") from None
         except PrivacyCIError as exc:  # e.g. the configured model is not installed
-            raise Unavailable(f"the assistant's model is unavailable: {exc}") from None
+            raise _unavailable("the assistant", exc) from None
         out = answer.as_dict()
         out["documents"] = [
             {"doc_id": d.doc_id, "title": d.title, "score": d.score} for d in result.admitted
         ]
+        if not explain:
+            out["withheld"] = None
         return out
 
     judges: dict[str, Any] = {}
+    judges_lock = asyncio.Lock()
 
-    @app.post("/v1/judge", response_model=JudgeResponse, tags=["checklist"], responses=_ERRORS)
-    async def judge(body: JudgeRequest, c: Claims) -> dict[str, Any]:
-        """Judge a flow with a Privacy Checklist pipeline (any verified requester).
+    async def judge_method(name: str) -> Any:
+        async with judges_lock:  # one build per method, off the event loop
+            method = judges.get(name)
+            if method is None:
+                from privacy_ci.judging import build_method
+                from privacy_ci.llm import make_client
+
+                client = settings.llm_client or make_client()
+                method = await asyncio.to_thread(build_method, name, client)
+                judges[name] = method
+            return method
+
+    @app.post(
+        "/v1/judge", response_model=JudgeResponse, tags=["checklist"], responses=_MODEL_ERRORS
+    )
+    async def judge(body: JudgeRequest, who: Who, request: Request) -> dict[str, Any]:
+        """Judge a flow with a Privacy Checklist pipeline (any agent of the store).
 
         The verdict is advice about a regulation; it never grants access to a document.
         """
-        from privacy_ci.judging import METHODS, Event, build_method
+        from privacy_ci.judging import METHODS, Event
 
         if body.method not in METHODS:
             raise RequestValidationError(
@@ -300,31 +558,41 @@ def create_app(store: DocumentStore, settings: ServiceSettings) -> FastAPI:
                     }
                 ]
             )
-        try:
-            method = judges.get(body.method)
-            if method is None:
-                from privacy_ci.llm import make_client
-
-                client = settings.llm_client or make_client()
-                method = judges[body.method] = build_method(body.method, client)
-            event = Event(
-                text=body.event,
-                sender_role=body.sender_role,
-                recipient_role=body.recipient_role,
-                subject_role=body.subject_role,
-                information_type=body.information_type,
-                purpose=body.purpose,
-                consent_form=body.consent_form,
+        if len(body.event) > settings.max_event_chars:
+            raise TooLarge(
+                f"the event is {len(body.event):,} characters; this service judges at most"
+                f" {settings.max_event_chars:,} (the model's context must also hold the"
+                " method's prompt and the regulation text it retrieves)"
             )
-            judgment = await method.judge(event)
+        event = Event(
+            text=body.event,
+            sender_role=body.sender_role,
+            recipient_role=body.recipient_role,
+            subject_role=body.subject_role,
+            information_type=body.information_type,
+            purpose=body.purpose,
+            consent_form=body.consent_form,
+        )
+
+        async def job() -> Judgment:
+            method = await judge_method(body.method)
+            judgment: Judgment = await method.judge(event)
+            return judgment
+
+        try:
+            judgment = await model_job(who, "/v1/judge", request, job)
+        except (RateLimited, Busy, TimedOut, ClientGone):
+            raise
+        except ContextOverflowError as exc:
+            raise TooLarge(f"the event does not fit the model: {exc}") from None
         except PrivacyCIError as exc:  # e.g. the model or the data is not installed
-            raise Unavailable(f"the judging pipeline is unavailable: {exc}") from None
+            raise _unavailable("the judging pipeline", exc) from None
         out: dict[str, Any] = judgment.as_dict()
         return out
 
     @app.get("/v1/labels", response_model=LabelsResponse, tags=["labels"], responses=_ERRORS)
     async def labels(
-        c: Authority,
+        who: Authority,
         state: Literal["proposed", "approved", "revoked"] | None = None,
     ) -> dict[str, Any]:
         """List labels, optionally in one lifecycle state (Policy Authority only)."""
@@ -338,11 +606,11 @@ def create_app(store: DocumentStore, settings: ServiceSettings) -> FastAPI:
         responses={**_ERRORS, **_NOT_FOUND},
     )
     async def approve(
-        doc_id: str, c: Authority, body: LabelActionRequest | None = None
+        doc_id: str, who: Authority, body: LabelActionRequest | None = None
     ) -> dict[str, Any]:
         """Approve a label: it grants access from the next request on (Policy Authority only)."""
         note = body.note if body else ""
-        return store.approve_label(doc_id, c.sub, note).as_dict()
+        return store.approve_label(doc_id, who.id, note).as_dict()
 
     @app.post(
         "/v1/labels/{doc_id}/revoke",
@@ -351,10 +619,10 @@ def create_app(store: DocumentStore, settings: ServiceSettings) -> FastAPI:
         responses={**_ERRORS, **_NOT_FOUND},
     )
     async def revoke(
-        doc_id: str, c: Authority, body: LabelActionRequest | None = None
+        doc_id: str, who: Authority, body: LabelActionRequest | None = None
     ) -> dict[str, Any]:
         """Revoke a label: the document is denied from the next request on."""
         note = body.note if body else ""
-        return store.revoke_label(doc_id, c.sub, note).as_dict()
+        return store.revoke_label(doc_id, who.id, note).as_dict()
 
     return app

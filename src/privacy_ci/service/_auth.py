@@ -28,6 +28,9 @@ from privacy_ci.store import RoleNotHeld, Snapshot, UnknownAgent
 ALGORITHM = "HS256"
 MIN_KEY_BYTES = 32
 REQUIRED_CLAIMS = ("sub", "role", "context", "exp", "iat")
+MAX_TOKEN_LIFETIME_S = 24 * 3600
+"""The longest a token may live (exp - iat) by default: a stolen token is useful for
+at most a day, and revoking a role takes effect when its tokens run out anyway."""
 
 
 class AuthError(PrivacyCIError):
@@ -108,6 +111,7 @@ def issue_token(
     *,
     authority: bool = False,
     now: int | None = None,
+    max_lifetime: int = MAX_TOKEN_LIFETIME_S,
 ) -> str:
     """Mint a signed token (HS256) for an agent acting in a role and context.
 
@@ -119,10 +123,18 @@ def issue_token(
         ttl: seconds until it expires.
         authority: add ``authority: true`` (label approval and revocation).
         now: the issue time (Unix seconds; default now).
+        max_lifetime: the longest `ttl` allowed (services refuse longer-lived tokens).
 
     Returns:
         The compact JWT.
+
+    Raises:
+        PrivacyCIError: `ttl` is not positive or exceeds `max_lifetime`.
     """
+    if not 0 < int(ttl) <= max_lifetime:
+        raise PrivacyCIError(
+            f"token lifetime must be between 1 and {max_lifetime} seconds, got {ttl}"
+        )
     issued = int(time.time()) if now is None else int(now)
     claims: dict[str, Any] = {
         "sub": agent_id,
@@ -136,13 +148,20 @@ def issue_token(
     return jwt.encode(claims, check_key(key), algorithm=ALGORITHM)
 
 
-def verify_token(token: str, key: str | bytes, *, leeway: int = 0) -> TokenClaims:
-    """Verify a token's signature, algorithm, claims and expiry.
+def verify_token(
+    token: str,
+    key: str | bytes,
+    *,
+    leeway: int = 0,
+    max_lifetime: int = MAX_TOKEN_LIFETIME_S,
+) -> TokenClaims:
+    """Verify a token's signature, algorithm, claims, expiry and lifetime.
 
     Args:
         token: the compact JWT.
         key: the signing key.
         leeway: seconds of clock skew tolerated on ``exp`` and ``iat``.
+        max_lifetime: the longest lifetime (``exp - iat``) accepted, in seconds.
 
     Returns:
         The verified claims.
@@ -178,9 +197,22 @@ def verify_token(token: str, key: str | bytes, *, leeway: int = 0) -> TokenClaim
         raise AuthError("the token is not valid yet (iat in the future)") from None
     except jwt.InvalidTokenError as exc:
         raise AuthError(f"invalid token: {exc}") from None
+    # PyJWT accepts some claims only when present (e.g. a null exp passes `require`):
+    # every claim is checked here again, so nothing below can fail with a KeyError.
     for name in ("sub", "role", "context"):
         if not isinstance(claims.get(name), str) or not claims[name].strip():
             raise AuthError(f"the token's {name!r} claim must be a non-empty string")
+    times = {}
+    for name in ("iat", "exp"):
+        value = claims.get(name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise AuthError(f"the token's {name!r} claim must be a number (Unix seconds)")
+        times[name] = int(value)
+    if times["exp"] - times["iat"] > max_lifetime:
+        raise AuthError(
+            f"the token lives {times['exp'] - times['iat']} s (exp - iat); this service"
+            f" accepts at most {max_lifetime} s: mint a shorter-lived one"
+        )
     authority = claims.get("authority", False)
     if not isinstance(authority, bool):
         raise AuthError("the token's 'authority' claim must be true or false")
@@ -188,8 +220,8 @@ def verify_token(token: str, key: str | bytes, *, leeway: int = 0) -> TokenClaim
         sub=claims["sub"],
         role=claims["role"],
         context=claims["context"],
-        issued_at=int(claims["iat"]),
-        expires_at=int(claims["exp"]),
+        issued_at=times["iat"],
+        expires_at=times["exp"],
         authority=authority,
     )
 
@@ -205,12 +237,21 @@ class TokenCache:
         key: the signing key.
         leeway: seconds of clock skew tolerated.
         size: how many tokens to remember (least recently used are dropped).
+        max_lifetime: the longest token lifetime accepted (see `verify_token`).
     """
 
-    def __init__(self, key: str | bytes, *, leeway: int = 0, size: int = 4096) -> None:
+    def __init__(
+        self,
+        key: str | bytes,
+        *,
+        leeway: int = 0,
+        size: int = 4096,
+        max_lifetime: int = MAX_TOKEN_LIFETIME_S,
+    ) -> None:
         self.key = check_key(key)
         self.leeway = leeway
         self.size = size
+        self.max_lifetime = max_lifetime
         self._hits: OrderedDict[str, TokenClaims] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -221,7 +262,9 @@ class TokenCache:
             if claims is not None:
                 self._hits.move_to_end(token)
         if claims is None:
-            claims = verify_token(token, self.key, leeway=self.leeway)
+            claims = verify_token(
+                token, self.key, leeway=self.leeway, max_lifetime=self.max_lifetime
+            )
             with self._lock:
                 self._hits[token] = claims
                 while len(self._hits) > self.size:
@@ -238,10 +281,12 @@ class TokenCache:
 
 
 def requester_from_claims(snapshot: Snapshot, claims: TokenClaims) -> Requester:
-    """The requester a verified token stands for: roles and assignments from the store.
+    """The requester a verified token stands for: role, context and assignments
+    checked against (and read from) the store.
 
     Raises:
-        Forbidden: the agent is unknown to the store, or does not hold the role.
+        Forbidden: the agent is unknown to the store, or does not hold the role in
+            the token's context.
     """
     try:
         return snapshot.requester(claims.sub, claims.role, claims.context)

@@ -147,6 +147,11 @@ def _print_documents(console: Console, retrieval: Any) -> None:
         " never ranked, never fetched. For example:",
         highlight=False,
     )
+    console.print(
+        "  (the operator's view, as with serve --explain-denials: a requester of the"
+        " service learns only that a document is not available, never a count or a rule)",
+        highlight=False,
+    )
     shown: set[str] = set()
     for w in retrieval.withheld:
         if w.rule.key not in shown:

@@ -44,10 +44,15 @@ class AskRequest(_Body):
 class JudgeRequest(_Body):
     """Judge an information flow against HIPAA with a Privacy Checklist pipeline."""
 
-    event: str = Field(min_length=1, max_length=50_000, description="The event or case text.")
+    event: str = Field(
+        min_length=1,
+        max_length=50_000,
+        description="The event or case text (the service may accept less: see its 413).",
+    )
     method: str = Field(
         "bm25-content",
-        description="dp | cot-auto | cot-manual | agent-id | bm25-content | ci-es-content",
+        description="dp | cot-auto | cot-manual | agent-id | bm25-content | ci-es-content"
+        " | flow-judge",
     )
     sender_role: str | None = Field(None, max_length=500)
     recipient_role: str | None = Field(None, max_length=500)
@@ -78,7 +83,10 @@ class LabelActionRequest(_Body):
 class FlowDecisionOut(BaseModel):
     doc_id: str
     decision: str = Field(description="permit or deny")
-    rule: str = Field(description="The rule that decided (Algorithm 1).")
+    rule: str = Field(
+        description="The rule that decided (Algorithm 1); for a denial 'not_available'"
+        " unless the service explains denials."
+    )
     explanation: str
     policy_version: str
     label_version: int | None
@@ -123,7 +131,9 @@ class RetrieveResponse(BaseModel):
     authorized_count: int
     documents: list[DocumentOut]
     decisions: list[FlowDecisionOut]
-    withheld: WithheldOut
+    withheld: WithheldOut | None = Field(
+        description="Only when the service explains denials (serve --explain-denials)."
+    )
 
 
 class CitedDocument(BaseModel):
@@ -139,7 +149,9 @@ class AskResponse(BaseModel):
     cited: list[str]
     rejected_citations: list[str]
     documents: list[CitedDocument]
-    withheld: WithheldOut
+    withheld: WithheldOut | None = Field(
+        description="Only when the service explains denials (serve --explain-denials)."
+    )
     denial_mode: str
     provider: str
     model: str
@@ -165,12 +177,19 @@ class LabelsResponse(BaseModel):
 
 
 class HealthResponse(BaseModel):
+    status: str = Field(description="'ok' while the service runs (nothing about the store).")
+
+
+class StatusResponse(BaseModel):
     status: str
     engine: str
     store_version: int
     policy_version: str | None
     documents: int
     labels: int
+    agents: int
+    audit_records: int
+    explain_denials: bool
 
 
 class ErrorField(BaseModel):

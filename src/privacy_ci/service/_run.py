@@ -3,19 +3,58 @@
 from __future__ import annotations
 
 import argparse
+import socket
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from privacy_ci.assistant import DenialMode
+from privacy_ci.errors import PrivacyCIError
 from privacy_ci.service._auth import load_key
+
+if TYPE_CHECKING:
+    from privacy_ci.service._app import ServiceSettings
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on (host, port), bound before uvicorn starts.
+
+    Binding here turns a busy port or a bad address into one clear error instead
+    of uvicorn's log lines; IPPROTO_TCP makes asyncio set TCP_NODELAY on accepted
+    connections (without it every response waits for the client's delayed ACK).
+
+    Raises:
+        PrivacyCIError: the address cannot be resolved or bound.
+    """
+    try:
+        infos = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP, flags=socket.AI_PASSIVE
+        )
+    except socket.gaierror as exc:
+        raise PrivacyCIError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise PrivacyCIError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+            + (" (another process is using the port?)" if exc.errno == 98 else "")
+        ) from None
+    sock.set_inheritable(True)
+    return sock
 
 
 def serve_forever(
     db: str,
     jwt_key_file: Path | str,
+    settings: ServiceSettings | None = None,
     *,
     host: str = "127.0.0.1",
     port: int = 8000,
-    denial_mode: DenialMode | str = DenialMode.WITHHOLD,
     log_level: str = "warning",
     access_log: bool = False,
 ) -> None:
@@ -24,10 +63,14 @@ def serve_forever(
     Args:
         db: the store URL (``sqlite:///FILE``, a path, or ``postgresql://...``).
         jwt_key_file: a file holding the HS256 key.
+        settings: what the service reveals and how much work it takes on (its
+            `jwt_key` is replaced by the file's); default `ServiceSettings()`.
         host / port: where to listen.
-        denial_mode: ``withhold`` or ``explain``.
         log_level: uvicorn's log level.
         access_log: log every request.
+
+    Raises:
+        PrivacyCIError: the key, the store or the address cannot be used.
     """
     import uvicorn
 
@@ -35,12 +78,22 @@ def serve_forever(
     from privacy_ci.store import DocumentStore
 
     key = load_key(jwt_key_file)
-    store = DocumentStore(db)
-    app = create_app(store, ServiceSettings(jwt_key=key, denial_mode=DenialMode(denial_mode)))
+    config = ServiceSettings(jwt_key=key) if settings is None else replace(settings, jwt_key=key)
+    sock = listen(host, port)
     try:
-        uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=access_log)
+        store = DocumentStore(db)
+    except BaseException:
+        sock.close()
+        raise
+    try:
+        app = create_app(store, config)
+        server = uvicorn.Server(
+            uvicorn.Config(app, log_level=log_level, access_log=access_log, timeout_keep_alive=5)
+        )
+        server.run(sockets=[sock])
     finally:
         store.close()
+        sock.close()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -51,13 +104,28 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--denial-mode", default="withhold", choices=[m.value for m in DenialMode])
+    parser.add_argument("--explain-denials", action="store_true")
+    parser.add_argument("--model-slots", type=int, default=2)
+    parser.add_argument("--model-queue", type=int, default=8)
     parser.add_argument("--log-level", default="warning")
     args = parser.parse_args(argv)
-    serve_forever(
-        args.db,
-        args.jwt_key_file,
-        host=args.host,
-        port=args.port,
-        denial_mode=args.denial_mode,
-        log_level=args.log_level,
-    )
+    from privacy_ci.service._app import ServiceSettings
+
+    try:
+        settings = ServiceSettings(
+            jwt_key=b"",  # replaced by the key file's
+            denial_mode=DenialMode(args.denial_mode),
+            explain_denials=args.explain_denials,
+            model_slots=args.model_slots,
+            model_queue=args.model_queue,
+        )
+        serve_forever(
+            args.db,
+            args.jwt_key_file,
+            settings,
+            host=args.host,
+            port=args.port,
+            log_level=args.log_level,
+        )
+    except PrivacyCIError as exc:
+        parser.exit(2, f"error: {exc}\n")

@@ -23,11 +23,13 @@ from privacy_ci.store._ranking import (
     tokenize,
 )
 from privacy_ci.store._retrieval import (
+    BATCH_DECISION,
     MAX_K,
     AdmittedDocument,
     FlowDecision,
     RetrievalResult,
     Withheld,
+    batch_decisions,
     decide_batch_for,
     decide_for,
     decide_label,
@@ -48,6 +50,7 @@ from privacy_ci.store._store import (
 )
 
 __all__ = [
+    "BATCH_DECISION",
     "MAX_K",
     "AdmittedDocument",
     "AgentRecord",
@@ -71,6 +74,7 @@ __all__ = [
     "UnknownAgent",
     "UnknownDocument",
     "Withheld",
+    "batch_decisions",
     "decide_batch_for",
     "decide_for",
     "decide_label",

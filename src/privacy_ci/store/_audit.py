@@ -12,7 +12,11 @@ head (last sequence number and hash), written in the same transaction as each
 append. `verify_records` recomputes the chain and names the first bad record:
 an edited record fails its content hash, a deleted one leaves a gap in the
 sequence numbers, a reordered or inserted one breaks the link to its
-predecessor, and a removed tail disagrees with the recorded head.
+predecessor, and a removed tail disagrees with the recorded head. A record
+re-sealed in place (edited, hashes recomputed) breaks the link to its successor
+and is named itself (a re-linked successor looks the same). Stored values are
+type-checked and hashed as stored, never cast, so a value retyped in the
+database (text or a real where an integer belongs) is reported, not rounded.
 
 The chain uses plain SHA-256: it detects changes made without rewriting every
 later record. Anchor the head (`AuditReport.head_hash`) outside the database,
@@ -23,9 +27,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from privacy_ci.store._sql import StoreError
 
 GENESIS = "0" * 64
 
@@ -51,6 +58,15 @@ COLUMNS = (
 )
 HASHED = COLUMNS[:15]  # everything up to and including prev_hash
 COLUMNS_SQL = ", ".join(COLUMNS)
+
+# The type each column must hold; the verifier checks stored values against these
+# rather than casting them, so a retyped value can neither crash it nor pass as valid.
+_INTEGER = ("seq", "store_version")
+_OPTIONAL_INTEGER = ("label_version",)
+_OPTIONAL_TEXT = ("role", "context", "doc_id", "rule")
+_DIGESTS = ("prev_hash", "content_hash", "hash")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_HEAD = re.compile(r"([1-9][0-9]*):([0-9a-f]{64})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,12 +148,20 @@ class AuditRecord:
         return cls(**fields, content_hash=content, hash=chain_hash(prev_hash, content))
 
     @classmethod
-    def from_row(cls, row: tuple[Any, ...]) -> AuditRecord:
+    def from_row(cls, row: Sequence[Any]) -> AuditRecord:
+        """The record a stored row holds, its values used as stored (never cast).
+
+        Raises:
+            StoreError: a value has the wrong type (the row was tampered with; run
+                ``privacy-ci audit verify`` to locate it).
+        """
         values = dict(zip(COLUMNS, row, strict=True))
-        values["seq"] = int(values["seq"])
-        values["store_version"] = int(values["store_version"])
-        if values["label_version"] is not None:
-            values["label_version"] = int(values["label_version"])
+        problem = field_problem(values)
+        if problem is not None:
+            raise StoreError(
+                f"audit record {values['seq']!r} is malformed: {problem}"
+                " (run privacy-ci audit verify)"
+            )
         return cls(**values)
 
     def row(self) -> tuple[Any, ...]:
@@ -159,6 +183,48 @@ def chain_hash(prev_hash: str, content: str) -> str:
     return hashlib.sha256((prev_hash + content).encode("ascii")).hexdigest()
 
 
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _show(value: object) -> str:
+    """A stored value and its Python type, for messages (long values cut)."""
+    text = repr(value)
+    if len(text) > 80:
+        text = text[:77] + "..."
+    return f"{text} (a {type(value).__name__})"
+
+
+def field_problem(values: Mapping[str, Any]) -> str | None:
+    """Why a stored row's values are not an audit record's types (None when they are).
+
+    Args:
+        values: column name -> the value exactly as the database returned it.
+    """
+    for name in COLUMNS:
+        value = values[name]
+        if name in _INTEGER:
+            ok, wanted = _is_int(value), "an integer"
+        elif name in _OPTIONAL_INTEGER:
+            ok, wanted = value is None or _is_int(value), "an integer or null"
+        elif name in _OPTIONAL_TEXT:
+            ok, wanted = value is None or isinstance(value, str), "text or null"
+        elif name in _DIGESTS:
+            ok = isinstance(value, str) and _HEX64.fullmatch(value) is not None
+            wanted = "a SHA-256 hex digest"
+        else:
+            ok, wanted = isinstance(value, str), "text"
+        if not ok:
+            return f"its {name} is {_show(value)}, not {wanted}"
+    return None
+
+
+def parse_head(text: str) -> tuple[int, str] | None:
+    """The (seq, hash) of a head stored as ``SEQ:HASH``; None when it is not that."""
+    match = _HEAD.fullmatch(text)
+    return (int(match[1]), match[2]) if match else None
+
+
 @dataclass(frozen=True)
 class AuditReport:
     """The outcome of re-computing the chain.
@@ -166,7 +232,8 @@ class AuditReport:
     Args:
         ok: whether every record checks out.
         records: how many records were read.
-        first_bad_seq: the sequence number of the first bad record (None when ok).
+        first_bad_seq: the sequence number of the first bad record (None when ok,
+            or when what is wrong is the recorded head itself).
         problem: what is wrong with it.
         head_seq / head_hash: the last record's sequence number and hash.
     """
@@ -183,50 +250,128 @@ class AuditReport:
 
 
 def verify_records(
-    records: Iterable[AuditRecord],
+    records: Iterable[AuditRecord | Sequence[Any]],
     *,
-    recorded_head: tuple[int, str] | None = None,
+    recorded_head: tuple[int, str] | str | None = None,
     expect_head: str | None = None,
 ) -> AuditReport:
     """Re-compute the hash chain over records in sequence order.
 
+    Stored values are type-checked and hashed exactly as stored, never cast: a
+    value retyped in the database (text or a real where an integer belongs) is
+    reported, with its field and type, rather than crashing the check or being
+    rounded back into a valid-looking record.
+
     Args:
-        records: the stored records, ordered by ``seq``.
-        recorded_head: (seq, hash) of the head as written in the store's meta table.
+        records: the stored records, ordered by ``seq``: `AuditRecord` objects, or
+            raw rows (values in `COLUMNS` order, as the database returned them).
+        recorded_head: the head written in the store's meta table: (seq, hash), or
+            the stored ``SEQ:HASH`` text; (0, GENESIS) when the store recorded none.
         expect_head: a head hash anchored elsewhere, which the log must end with.
 
     Returns:
-        An `AuditReport` naming the first bad record, if any.
+        An `AuditReport` naming the first bad record, if any (``first_bad_seq`` is
+        None when the problem is the recorded head itself).
     """
+    rows: Iterator[dict[str, Any]] = (
+        dict(zip(COLUMNS, r.row() if isinstance(r, AuditRecord) else r, strict=True))
+        for r in records
+    )
     prev_hash, expected_seq, count, last_seq = GENESIS, 1, 0, 0
-    for rec in records:
+    good_seq, good_hash = 0, GENESIS  # the record before the last one accepted
+    misplaced: list[dict[str, Any]] = []  # rows whose seq is not an integer
+    problem: str | None
+    for values in rows:
         count += 1
-        problem: str | None = None
-        bad_seq = rec.seq
-        if rec.seq < expected_seq:
-            problem = f"record {rec.seq} is out of order (expected {expected_seq})"
-        elif rec.seq > expected_seq:
+        seq = values["seq"]
+        if not _is_int(seq):
+            # A non-integer seq sorts away from its place (in SQLite, text after every
+            # number): hold the row until the walk reaches the gap it left.
+            misplaced.append(values)
+            if values["prev_hash"] == prev_hash:
+                problem = _renumbered(expected_seq, seq)
+                return AuditReport(False, count, expected_seq, problem, last_seq, prev_hash)
+            continue
+        problem = None
+        bad_seq = seq
+        if seq < expected_seq:
+            problem = f"record {seq} is out of order (expected {expected_seq})"
+        elif seq > expected_seq:
             bad_seq = expected_seq
-            missing = (
-                f"record {expected_seq} is missing"
-                if rec.seq == expected_seq + 1
-                else f"records {expected_seq}-{rec.seq - 1} are missing"
-            )
-            problem = f"{missing} (deleted): the log jumps to {rec.seq}"
-        elif content_hash({n: getattr(rec, n) for n in HASHED}) != rec.content_hash:
-            problem = f"record {rec.seq} was changed: its content hash does not match"
-        elif rec.prev_hash != prev_hash:
+            for rest in rows:  # the record that left the gap may sort last
+                count += 1
+                if not _is_int(rest["seq"]):
+                    misplaced.append(rest)
+            linked = _linked(misplaced, prev_hash)
+            if linked is not None:
+                problem = _renumbered(expected_seq, linked["seq"])
+            else:
+                missing = (
+                    f"record {expected_seq} is missing"
+                    if seq == expected_seq + 1
+                    else f"records {expected_seq}-{seq - 1} are missing"
+                )
+                problem = f"{missing} (deleted): the log jumps to {seq}"
+                if misplaced:
+                    problem += f"; a record's seq is not an integer ({_show(misplaced[0]['seq'])})"
+        elif (wrong_type := field_problem(values)) is not None:
+            problem = f"record {seq} was changed: {wrong_type}"
+        elif content_hash(values) != values["content_hash"]:
+            problem = f"record {seq} was changed: its content hash does not match"
+        elif values["prev_hash"] != prev_hash:
+            if seq == 1:
+                problem = (
+                    "record 1 does not start the chain: its prev_hash is not the genesis"
+                    " hash (it was re-sealed after another predecessor)"
+                )
+            else:
+                # Re-sealing N (hashes recomputed) and re-linking N+1 leave the same
+                # trace; naming N puts a forged in-place rewrite at the forged record.
+                bad_seq = seq - 1
+                problem = (
+                    f"the chain breaks between record {seq - 1} and record {seq}: record"
+                    f" {seq}'s prev_hash is not record {seq - 1}'s hash. Record {seq - 1}"
+                    f" was re-sealed (rewritten with its hashes recomputed) or record {seq}"
+                    " was re-linked (or records inserted or deleted with re-sealing); the"
+                    " two cannot be told apart here, so the earlier record is named"
+                )
+                return AuditReport(False, count, bad_seq, problem, good_seq, good_hash)
+        elif chain_hash(values["prev_hash"], values["content_hash"]) != values["hash"]:
             problem = (
-                f"record {rec.seq} does not follow record {rec.seq - 1}: the chain link is"
-                " broken (records reordered, inserted or deleted)"
+                f"record {seq} has a wrong chain hash: its hash is not"
+                " sha256(prev_hash + content_hash) (the hash column was changed)"
             )
-        elif chain_hash(rec.prev_hash, rec.content_hash) != rec.hash:
-            problem = f"record {rec.seq} has a wrong chain hash"
         if problem is not None:
             return AuditReport(False, count, bad_seq, problem, last_seq, prev_hash)
-        prev_hash, last_seq, expected_seq = rec.hash, rec.seq, rec.seq + 1
+        good_seq, good_hash = last_seq, prev_hash
+        prev_hash, last_seq, expected_seq = values["hash"], seq, seq + 1
+    if misplaced:
+        linked = _linked(misplaced, prev_hash)
+        if linked is not None:
+            problem = _renumbered(expected_seq, linked["seq"])
+        else:
+            problem = (
+                f"a record's seq was changed to a non-integer ({_show(misplaced[0]['seq'])})"
+                f" and its prev_hash links it to no record of the log"
+            )
+        return AuditReport(False, count, expected_seq, problem, last_seq, prev_hash)
+    if isinstance(recorded_head, str):
+        parsed = parse_head(recorded_head)
+        if parsed is None:
+            problem = (
+                f"the recorded head (meta 'audit_head') is {_show(recorded_head)}, not"
+                " SEQ:HASH: it was changed outside privacy-ci"
+            )
+            return AuditReport(False, count, None, problem, last_seq, prev_hash)
+        recorded_head = parsed
     if recorded_head is not None and recorded_head != (last_seq, prev_hash):
         head_seq, head_hash = recorded_head
+        if head_seq == 0:
+            problem = (
+                f"the store recorded no head (meta 'audit_head' is missing) but the log"
+                f" holds records up to {last_seq}: the head was deleted"
+            )
+            return AuditReport(False, count, None, problem, last_seq, prev_hash)
         if head_seq > last_seq:
             problem = (
                 f"the log ends at record {last_seq} but the store recorded record {head_seq}"
@@ -245,3 +390,15 @@ def verify_records(
         )
         return AuditReport(False, count, last_seq, problem, last_seq, prev_hash)
     return AuditReport(True, count, None, None, last_seq, prev_hash)
+
+
+def _renumbered(position: int, seq: object) -> str:
+    return (
+        f"record {position}'s seq was changed to a non-integer: it is {_show(seq)}"
+        f" (its chain link puts it at position {position})"
+    )
+
+
+def _linked(misplaced: Sequence[dict[str, Any]], prev_hash: str) -> dict[str, Any] | None:
+    """The held-back row whose chain link puts it right after `prev_hash`, if any."""
+    return next((values for values in misplaced if values["prev_hash"] == prev_hash), None)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from privacy_ci.conductor import Corpus
+from privacy_ci.conductor import POLICY_AUTHORITY_ROLE, Corpus
 from privacy_ci.store._store import DocumentStore, LabelState
 
 
@@ -16,7 +16,8 @@ def load_corpus_into(
 ) -> int:
     """Write a corpus into a store, in one transaction.
 
-    The policy, every agent with its role and context, the assignment relation,
+    The policy, every agent with its role and context, the members of the Policy
+    Authority (role ``Policy Authority``), the assignment relation,
     every label (proposed by ``corpus-file``, then approved by `by` unless `state`
     is ``proposed``) and, with `content`, each document's text from
     `render_document`, tokenized for the ranking index.
@@ -41,6 +42,14 @@ def load_corpus_into(
         for agent in corpus.agents:
             store.put_agent(
                 agent.id, agent.name, {agent.role: agent.context}, source, agent.description
+            )
+        for member in corpus.directory.policy_authority:
+            store.put_agent(
+                member.id,
+                member.name,
+                {POLICY_AUTHORITY_ROLE: member.context},
+                source,
+                member.description,
             )
         for agent_id, subjects in sorted(corpus.assignments.items()):
             for subject in sorted(subjects):

@@ -227,13 +227,21 @@ def decide_for(
     doc_id: str,
     *,
     request_id: str | None = None,
+    unknown: str = "raise",
 ) -> FlowDecision:
     """Decide one flow (document -> requester) on the current approved labels; audited.
 
+    Args:
+        unknown: ``raise`` (`UnknownDocument`) or ``deny`` (an unknown id is a
+            denial, audited like any other: a requester then cannot tell an unknown
+            id from a denied one).
+
     Raises:
-        UnknownDocument: the store holds no label for `doc_id`.
+        UnknownDocument: the store holds no label for `doc_id` (``unknown="raise"``).
     """
-    return decide_batch_for(store, requester, [doc_id], request_id=request_id, action="decide")[0]
+    return decide_batch_for(
+        store, requester, [doc_id], request_id=request_id, action="decide", unknown=unknown
+    )[0]
 
 
 def decide_batch_for(
@@ -243,6 +251,8 @@ def decide_batch_for(
     *,
     request_id: str | None = None,
     action: str = "decide_batch",
+    unknown: str = "raise",
+    compact: bool = False,
 ) -> list[FlowDecision]:
     """Decide a batch of candidate documents for one requester; every decision audited.
 
@@ -252,21 +262,84 @@ def decide_batch_for(
         doc_ids: candidate document ids (duplicates are decided once each time listed).
         request_id: an id for the audit log (a fresh one by default).
         action: the action name recorded in the audit log.
+        unknown: ``raise`` or ``deny`` an id the store holds no label for.
+        compact: record the whole batch as ONE audit record whose `detail` lists
+            every decision (see `batch_decisions`), instead of one record each: a
+            batch cannot multiply the audit log, and every decision stays under the
+            record's hash.
 
     Returns:
         One `FlowDecision` per id, in order.
 
     Raises:
-        UnknownDocument: naming every id the store holds no label for (nothing is decided).
+        UnknownDocument: naming every id the store holds no label for (nothing is
+            decided or audited; ``unknown="raise"`` only).
     """
+    if unknown not in ("raise", "deny"):
+        raise ValueError("unknown must be 'raise' or 'deny'")
     snap = store.snapshot()
-    unknown = [d for d in dict.fromkeys(doc_ids) if d not in snap.labels]
-    if unknown:
-        raise UnknownDocument(unknown)
-    flows = [decide_label(snap.gate, requester, snap.labels[d], d) for d in doc_ids]
+    missing = [d for d in dict.fromkeys(doc_ids) if d not in snap.labels]
+    if missing and unknown == "raise":
+        raise UnknownDocument(missing)
+    flows = [decide_label(snap.gate, requester, snap.labels.get(d), d) for d in doc_ids]
     rid = request_id or uuid.uuid4().hex
-    store.audit.append([_entry(rid, requester, action, f, snap.version) for f in flows])
+    if compact:
+        store.audit.append([_batch_entry(rid, requester, action, flows, snap)])
+    else:
+        store.audit.append([_entry(rid, requester, action, f, snap.version) for f in flows])
     return flows
+
+
+BATCH_DECISION = "batch"
+"""The `decision` of a compact batch record (its `detail` holds the decisions)."""
+
+
+def _batch_entry(
+    request_id: str,
+    requester: Requester,
+    action: str,
+    flows: Sequence[FlowDecision],
+    snap: Any,
+) -> AuditEntry:
+    rows = [
+        [f.doc_id, f.decision.effect.value, f.decision.rule.key, f.label_version] for f in flows
+    ]
+    return AuditEntry(
+        request_id=request_id,
+        requester=requester.id,
+        role=requester.active_role,
+        context=requester.active_context,
+        action=action,
+        doc_id=None,
+        decision=BATCH_DECISION,
+        rule=None,
+        policy_version=snap.gate.version,
+        label_version=None,
+        store_version=snap.version,
+        detail=json.dumps(
+            {"columns": ["doc_id", "decision", "rule", "label_version"], "decisions": rows},
+            ensure_ascii=False,
+            separators=(",", ":"),
+        ),
+    )
+
+
+def batch_decisions(detail: str) -> list[dict[str, Any]]:
+    """The decisions of a compact batch audit record, one dict per document.
+
+    Args:
+        detail: the record's `detail` (covered by its content hash, so a decision
+            edited here breaks the chain like any other edit).
+
+    Raises:
+        PrivacyCIError: `detail` is not a batch record's.
+    """
+    try:
+        data = json.loads(detail)
+        columns, rows = data["columns"], data["decisions"]
+        return [dict(zip(columns, row, strict=True)) for row in rows]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise PrivacyCIError(f"not a batch audit record's detail: {exc}") from None
 
 
 def retrieve_for(

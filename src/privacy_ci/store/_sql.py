@@ -14,14 +14,21 @@ it), in autocommit mode with explicit transactions:
 * `Database.read()`: a read snapshot (a deferred ``BEGIN`` on SQLite in WAL mode,
   ``REPEATABLE READ`` on PostgreSQL), so related rows are read consistently.
 
+``Database(url, readonly=True)`` opens an existing store without the right to
+change it (SQLite ``mode=ro``, a read-only PostgreSQL session), creating nothing:
+a mistyped path is an error, not a new empty store. A new SQLite file is created
+with mode 0600 (its -wal and -shm files follow the file's mode).
+
 psycopg is imported only when a PostgreSQL URL is opened.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+import uuid
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -203,25 +210,48 @@ def parse_url(url: str | Path) -> tuple[Dialect, str]:
     return SQLITE, text
 
 
+def redact(url: str) -> str:
+    """A PostgreSQL URL without user name and password (safe for messages)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    return parts._replace(netloc=f"{host}:{parts.port}" if parts.port else host).geturl()
+
+
+def _text_or_bytes(data: bytes) -> str | bytes:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data
+
+
 class Database:
     """One connection to SQLite or PostgreSQL with the dialect shim.
 
     Args:
         url: a store URL or SQLite path (see `parse_url`).
+        readonly: open an existing database without the right to write to it
+            (SQLite: the file must exist; it is opened ``mode=ro``).
+
+    Raises:
+        StoreError: it cannot be opened (for `readonly`: no such SQLite file).
     """
 
-    def __init__(self, url: str | Path) -> None:
+    def __init__(self, url: str | Path, *, readonly: bool = False) -> None:
         self.dialect, target = parse_url(url)
         self.url = str(url)
+        self.readonly = readonly
+        # what messages name: the SQLite path, or the server without credentials
+        self.name = target if self.dialect.engine == "sqlite" else redact(target)
         self._lock = threading.RLock()
         self._depth = 0
         self._errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
         if self.dialect.engine == "sqlite":
-            self._conn: Any = self._open_sqlite(target)
+            opener = self._open_sqlite_readonly if readonly else self._open_sqlite
+            self._conn: Any = opener(target)
         else:
             import psycopg
 
-            self._conn = self._open_postgresql(target)
+            self._conn = self._open_postgresql(target, readonly=readonly)
             self._errors = (psycopg.Error,)
 
     # -- opening ----------------------------------------------------------------------
@@ -233,6 +263,14 @@ class Database:
                 raise StoreError(
                     f"cannot open SQLite store {path!r}: folder {parent} does not exist"
                 )
+            # Create a new file owner-only before SQLite would create it world-readable
+            # (umask); an existing file keeps its mode.
+            try:
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            except FileExistsError:
+                pass
+            except OSError as exc:
+                raise StoreError(f"cannot create SQLite store {path!r}: {exc.strerror}") from None
         try:
             conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA busy_timeout = 10000")
@@ -245,7 +283,26 @@ class Database:
         return conn
 
     @staticmethod
-    def _open_postgresql(url: str) -> Any:
+    def _open_sqlite_readonly(path: str) -> sqlite3.Connection:
+        """Open an existing SQLite file read-only; never create or change one."""
+        if path == ":memory:":
+            raise StoreError("no store at :memory: (a new in-memory store is empty)")
+        file = Path(path)
+        if not file.exists():
+            raise StoreError(f"no store at {path}")
+        if not file.is_file() or file.stat().st_size == 0:
+            raise StoreError(f"{path} is not a privacy-ci store")
+        # mode=ro: SQLite refuses every write; no journal_mode pragma (that one writes)
+        uri = file.resolve().as_uri() + "?mode=ro"
+        try:
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA busy_timeout = 10000")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open SQLite store {path!r}: {exc}") from None
+        return conn
+
+    @staticmethod
+    def _open_postgresql(url: str, *, readonly: bool = False) -> Any:
         try:
             import psycopg
         except ImportError:  # pragma: no cover - psycopg is a dependency of the store
@@ -253,10 +310,12 @@ class Database:
                 "PostgreSQL stores need psycopg 3: pip install 'psycopg[binary]'"
             ) from None
         try:
-            return psycopg.connect(url, autocommit=True)
+            conn = psycopg.connect(url, autocommit=True)
+            if readonly:
+                conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+            return conn
         except psycopg.Error as exc:
-            safe = urlsplit(url)._replace(netloc=urlsplit(url).hostname or "").geturl()
-            raise StoreError(f"cannot connect to PostgreSQL at {safe}: {exc}") from None
+            raise StoreError(f"cannot connect to PostgreSQL at {redact(url)}: {exc}") from None
 
     @property
     def engine(self) -> Engine:
@@ -301,6 +360,33 @@ class Database:
             cur = self._conn.execute(self._sql(sql), tuple(params))
             rows: list[Row] = [tuple(r) for r in cur.fetchall()]
             return rows
+
+    def stream(
+        self, sql: str, params: Sequence[Any] = (), batch: int = 5000
+    ) -> Generator[Row, None, None]:
+        """Run one query and yield its rows, fetched `batch` at a time.
+
+        Call it inside `read()` or `write()` and close the iterator before that
+        ends (PostgreSQL reads through a server-side cursor of that transaction).
+        Unlike keyset paging (``WHERE key > last``) it never compares stored values
+        with parameters, so rows of any stored type are read as they are; SQLite
+        text that is not UTF-8 comes back as bytes instead of failing the read.
+        """
+        with self._lock, self._translated():
+            if self.engine == "sqlite":
+                factory = self._conn.text_factory
+                self._conn.text_factory = _text_or_bytes
+                cur = self._conn.execute(sql, tuple(params))
+            else:
+                cur = self._conn.cursor(name=f"privacy_ci_{uuid.uuid4().hex[:12]}")
+                cur.execute(self._sql(sql), tuple(params))
+            try:
+                while rows := cur.fetchmany(batch):
+                    yield from (tuple(r) for r in rows)
+            finally:
+                cur.close()
+                if self.engine == "sqlite":
+                    self._conn.text_factory = factory
 
     def query_one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
         """Run one query and return its first row (None when it returns none)."""

@@ -24,8 +24,8 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -45,6 +45,7 @@ from privacy_ci.store._audit import (
     AuditEntry,
     AuditRecord,
     AuditReport,
+    parse_head,
     verify_records,
 )
 from privacy_ci.store._ranking import BM25Ranker, Embedder, EmbeddingRanker, tokenize
@@ -220,17 +221,20 @@ class Snapshot:
     ) -> Requester:
         """The requester an agent of the store becomes, acting in `role` and `context`.
 
-        The roles held and the assignments come from the store only.
+        The roles held, the context each is held in, and the assignments come from
+        the store only: a role or a context the store does not record for this agent
+        is refused, so a token minted before a role moved to another context stops
+        working at the next request.
 
         Args:
             agent_id: the agent (a verified identity).
             role: the role acted in (default: the agent's only role).
             context: the context acted in (default: the context the store records
-                for that role of that agent).
+                for that role of that agent; any other is refused).
 
         Raises:
             UnknownAgent: the store has no such agent.
-            RoleNotHeld: the agent does not hold `role`.
+            RoleNotHeld: the agent does not hold `role`, or not in `context`.
         """
         agent = self.agents.get(agent_id)
         if agent is None:
@@ -245,11 +249,17 @@ class Snapshot:
             raise RoleNotHeld(
                 f"agent {agent_id!r} does not hold role {role!r} (the store records: {held})"
             )
+        held_in = agent.roles[role]
+        if context is not None and context != held_in:
+            raise RoleNotHeld(
+                f"agent {agent_id!r} holds role {role!r} in context {held_in!r},"
+                f" not in {context!r} (the store records it so)"
+            )
         return Requester(
             id=agent_id,
             roles=frozenset(agent.roles),
             active_role=role,
-            active_context=agent.roles[role] if context is None else context,
+            active_context=held_in,
             assignments=self.assignments.get(agent_id, frozenset()),
         )
 
@@ -276,19 +286,24 @@ class DocumentStore:
         url: ``postgresql://...``, ``sqlite:///FILE`` or a plain file path
             (``sqlite:///:memory:`` for a private in-memory store).
         create: create the tables when they are missing (idempotent).
+        readonly: open an existing store for reading only (`create` is ignored):
+            nothing is created or changed, and every write fails. For read-only
+            commands, so that a mistyped path is an error and not a new store.
 
     Raises:
-        StoreError: the database cannot be opened or has another schema version.
+        StoreError: the database cannot be opened or has another schema version;
+            with `readonly`, also: there is no store there ("no store at PATH") or
+            the database is not a privacy-ci store.
     """
 
-    def __init__(self, url: str | Path, *, create: bool = True) -> None:
-        self.db = Database(url)
+    def __init__(self, url: str | Path, *, create: bool = True, readonly: bool = False) -> None:
+        self.db = Database(url, readonly=readonly)
         self.url = self.db.url
         self._snapshot: Snapshot | None = None
         self._snapshot_lock = threading.Lock()
-        if create:
+        if readonly or create:
             try:
-                self.init_schema()
+                self._check_store() if readonly else self.init_schema()
             except BaseException:
                 self.db.close()
                 raise
@@ -330,7 +345,21 @@ class DocumentStore:
                 found = (SCHEMA_VERSION,)
         if found[0] != SCHEMA_VERSION:
             raise StoreError(
-                f"store {self.url} has schema version {found[0]!r};"
+                f"store {self.db.name} has schema version {found[0]!r};"
+                f" this privacy-ci reads version {SCHEMA_VERSION}"
+            )
+
+    def _check_store(self) -> None:
+        """Refuse a database that holds no privacy-ci store (read-only opening)."""
+        try:
+            found = self.db.query_one("SELECT value FROM meta WHERE key = 'schema_version'")
+        except StoreError as exc:  # no meta table, or not a database at all
+            raise StoreError(f"{self.db.name} is not a privacy-ci store ({exc})") from None
+        if found is None:
+            raise StoreError(f"{self.db.name} is not a privacy-ci store (no schema version)")
+        if found[0] != SCHEMA_VERSION:
+            raise StoreError(
+                f"store {self.db.name} has schema version {found[0]!r};"
                 f" this privacy-ci reads version {SCHEMA_VERSION}"
             )
 
@@ -338,7 +367,7 @@ class DocumentStore:
         """The store version: bumped by every write except audit appends."""
         row = self.db.query_one("SELECT version FROM store_version WHERE id = 1")
         if row is None:
-            raise StoreError(f"store {self.url} is not initialised: run privacy-ci store init")
+            raise StoreError(f"store {self.db.name} is not initialised: run privacy-ci store init")
         return int(row[0])
 
     def _changed(
@@ -790,7 +819,7 @@ class DocumentStore:
             prow = db.query_one("SELECT body FROM policy WHERE id = 1")
             if prow is None:
                 raise StoreError(
-                    f"store {self.url} has no policy: load one first"
+                    f"store {self.db.name} has no policy: load one first"
                     " (privacy-ci store load-riverside, or DocumentStore.set_policy)"
                 )
             policy = Policy.model_validate(json.loads(prow[0]))
@@ -869,7 +898,7 @@ class AuditLog:
         return records
 
     def records(self, after: int = 0, limit: int | None = None) -> list[AuditRecord]:
-        """Stored records in sequence order.
+        """Stored records in sequence order, typed (see `AuditRecord.from_row`).
 
         Args:
             after: only records with a larger sequence number.
@@ -877,6 +906,9 @@ class AuditLog:
 
         Returns:
             The records.
+
+        Raises:
+            StoreError: a stored value has the wrong type (use `verify` to locate it).
         """
         sql = f"SELECT {COLUMNS_SQL} FROM audit WHERE seq > ? ORDER BY seq"
         params: list[Any] = [after]
@@ -886,35 +918,52 @@ class AuditLog:
         return [AuditRecord.from_row(r) for r in self.store.db.query(sql, params)]
 
     def iter_records(self, batch: int = 5000) -> Iterable[AuditRecord]:
-        """Every record in sequence order, read in batches."""
+        """Every record in sequence order, read in batches (typed, as `records`)."""
         after = 0
         while True:
-            chunk = self.records(after, batch)
+            chunk = self.records(after, batch)  # a retyped seq raises here, typed
             yield from chunk
             if len(chunk) < batch:
                 return
             after = chunk[-1].seq
 
+    def raw_rows(self, batch: int = 5000) -> Generator[tuple[Any, ...], None, None]:
+        """Every stored row in ``seq`` order, values exactly as stored (for `verify`).
+
+        Call inside ``store.db.read()`` and close the iterator before it ends.
+        """
+        return self.store.db.stream(f"SELECT {COLUMNS_SQL} FROM audit ORDER BY seq", (), batch)
+
     def recorded_head(self) -> tuple[int, str] | None:
-        """The head (seq, hash) written to the meta table with the last append."""
+        """The head (seq, hash) written to the meta table with the last append.
+
+        Raises:
+            StoreError: the stored head is not ``SEQ:HASH`` (it was changed).
+        """
         row = self.store.db.query_one("SELECT value FROM meta WHERE key = 'audit_head'")
         if row is None:
             return None
-        seq, _, digest = str(row[0]).partition(":")
-        return int(seq), digest
+        head = parse_head(row[0]) if isinstance(row[0], str) else None
+        if head is None:
+            raise StoreError(
+                f"the audit log's recorded head is {row[0]!r}, not SEQ:HASH"
+                " (run privacy-ci audit verify)"
+            )
+        return head
 
     def verify(self, expect_head: str | None = None) -> AuditReport:
-        """Re-compute the hash chain over the whole log.
+        """Re-compute the hash chain over the whole log, from the rows as stored.
 
         Args:
             expect_head: a head hash kept outside the database, which the log must end with.
 
         Returns:
-            The report; ``first_bad_seq`` names the first edited, deleted, reordered
-            or inserted record.
+            The report; ``first_bad_seq`` names the first edited, deleted, reordered,
+            inserted or retyped record.
         """
-        with self.store.db.read():
-            head = self.recorded_head()
-            return verify_records(
-                self.iter_records(), recorded_head=head if head else None, expect_head=expect_head
-            )
+        with self.store.db.read() as db:
+            row = db.query_one("SELECT value FROM meta WHERE key = 'audit_head'")
+            # the stored text goes to the verifier unparsed: a garbled head is reported
+            head: tuple[int, str] | str = (0, GENESIS) if row is None else str(row[0])
+            with closing(self.raw_rows()) as rows:
+                return verify_records(rows, recorded_head=head, expect_head=expect_head)
