@@ -89,7 +89,7 @@ def require_files(root: Path, relative: Iterable[str], what: str) -> Path:
 
 def require_data() -> Path:
     """The real data directory, with ``SOURCES.md`` and every file of the manifest."""
-    from privacy_ci.data._manifest import SOURCES
+    from privacy_ci.data import SOURCES
 
     return require_files(
         data_dir(), ["SOURCES.md", *(s.path for s in SOURCES)], "the shared public data"

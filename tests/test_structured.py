@@ -13,7 +13,7 @@ from privacy_ci._structured import DuplicateKeyError, load_json, load_yaml
 from privacy_ci.cases import load_dataset
 from privacy_ci.cli.judge import load_case_file
 from privacy_ci.errors import PrivacyCIError, ValidationFailed
-from privacy_ci.knowledge._definitions import load_flat_definitions
+from privacy_ci.knowledge import load_flat_definitions
 
 
 def where_and_lines(exc: DuplicateKeyError) -> list[tuple[str, object, int, int]]:

@@ -21,8 +21,8 @@ from privacy_ci.assistant import (
 )
 from privacy_ci.conductor import Corpus
 from privacy_ci.llm import GenerationSettings, LLMClient, LLMError, Message
-from privacy_ci.llm._scripted import ScriptedTestBackend
-from privacy_ci.store import DocumentStore, RetrievalResult, load_corpus_into, retrieve_for
+from privacy_ci.llm.testing import ScriptedTestBackend
+from privacy_ci.store import DocumentStore, GatedRetrieval, load_corpus_into, retrieve_for
 
 QUESTION = "What did Aiko Tanaka's lipid panel show?"
 
@@ -32,7 +32,7 @@ def _client(answers: Sequence[str | LLMError]) -> tuple[LLMClient, ScriptedTestB
     return LLMClient(backend, retry=None), backend
 
 
-def _retrieval(store: DocumentStore, agent: str = "D01", k: int = 3) -> RetrievalResult:
+def _retrieval(store: DocumentStore, agent: str = "D01", k: int = 3) -> GatedRetrieval:
     return retrieve_for(store, store.snapshot().requester(agent), QUESTION, k)
 
 
@@ -73,7 +73,7 @@ def test_no_citation_is_said(riverside: DocumentStore) -> None:
     assert answer.cited == () and answer.note == NO_CITATION_NOTE
 
 
-def _prompt(store: DocumentStore, corpus: Corpus, mode: DenialMode) -> tuple[str, RetrievalResult]:
+def _prompt(store: DocumentStore, corpus: Corpus, mode: DenialMode) -> tuple[str, GatedRetrieval]:
     retrieval = _retrieval(store)
     client, backend = _client(["ok [RMC-LAB-003]"])
     Assistant(client, denial_mode=mode).answer_sync(QUESTION, retrieval)

@@ -24,13 +24,13 @@ from privacy_ci.cases import (
     UnknownDataset,
     clear_tree_cache,
     gold_resolver,
-    is_placeholder_value,
     list_datasets,
     load_dataset,
     parse_article_mention,
     parse_label,
 )
 from privacy_ci.ci import Flow, Verdict
+from privacy_ci.ci import is_placeholder as ci_is_placeholder
 from privacy_ci.errors import DataMissingError, PrivacyCIError, ValidationFailed
 
 P, X, NA = Verdict.PERMIT, Verdict.PROHIBIT, Verdict.NOT_APPLICABLE
@@ -153,11 +153,18 @@ def test_real_equals_applicability_csv_row_for_row(datasets: dict[str, Dataset])
     assert any("appears more than once" in n for n in csv_split.report.notes)
     # real.json holds only roles; they are the CSV's roles
     for a, b in zip(real, csv_split, strict=True):
-        assert (a.sender, a.recipient, a.subject) == (None, None, None)
-        assert a.sender_role == b.sender_role
-        assert a.recipient_role == b.recipient_role
-        assert a.subject_role == b.subject_role
-        assert a.information_type == b.information_type and a.purpose == b.purpose
+        assert (a.flow.sender.name, a.flow.recipient.name, a.flow.subject.name) == (
+            None,
+            None,
+            None,
+        )
+        assert a.flow.sender.role == b.flow.sender.role
+        assert a.flow.recipient.role == b.flow.recipient.role
+        assert a.flow.subject.role == b.flow.subject.role
+        assert (
+            a.flow.information_type == b.flow.information_type
+            and a.flow.principle.purpose == b.flow.principle.purpose
+        )
 
 
 def test_compliance_split_is_the_applicable_subset_in_order(datasets: dict[str, Dataset]) -> None:
@@ -345,7 +352,7 @@ def test_aclu_has_no_tree_and_drops_placeholder_ids(datasets: dict[str, Dataset]
     dropped = {raw: n for (name, raw), n in ds.report.placeholders.items() if name == "gold_ids"}
     assert dropped == {"null": 10, "**None**": 2}  # 8 "null" strings + 2 JSON nulls
     assert "Fourth Amendment" in {i for c in ds for i in c.gold_ids}
-    assert not any(is_placeholder_value(i) for c in ds for i in c.gold_ids)
+    assert not any(ci_is_placeholder(i) for c in ds for i in c.gold_ids)
 
 
 @pytest.mark.parametrize(
@@ -427,8 +434,8 @@ def test_no_placeholder_survives(datasets: dict[str, Dataset]) -> None:
     for ds in datasets.values():
         for case in ds:
             for name in CI_FIELDS:
-                value = getattr(case, name)
-                assert value is None or (value and not is_placeholder_value(value)), (
+                value = case.flow.get(name)
+                assert value is None or (value and not ci_is_placeholder(value)), (
                     case.id,
                     name,
                     value,
@@ -440,18 +447,18 @@ def test_placeholders_are_reported_and_kept_in_extra(
     datasets: dict[str, Dataset], shared_data: Path
 ) -> None:
     privaci = datasets["privaci-hipaa"]
-    assert all(c.consent_form is None for c in privaci)  # always "" in the file
+    assert all(c.flow.principle.consent is None for c in privaci)  # always "" in the file
     assert privaci.report.placeholder_counts()["consent_form"] == 214
-    case = next(c for c in privaci if c.sender is None)
+    case = next(c for c in privaci if c.flow.sender.name is None)
     assert case.extra["placeholders"]["sender"] == ["None"]
     gdpr = datasets["privaci-gdpr"]
-    assert Counter(c.consent_form for c in gdpr) == {
+    assert Counter(c.flow.principle.consent for c in gdpr) == {
         "Authorization": 1632,
         None: 870,
         "Consent": 635,
     }
     aclu = datasets["privaci-aclu"]
-    consent = Counter(c.consent_form for c in aclu)
+    consent = Counter(c.flow.principle.consent for c in aclu)
     assert consent[None] == 63 and consent["Consent; Authorization"] == 1
     applicability = datasets["goldcoin-real-applicability"]
     # the raw "Consented By" of the CSV's characteristics, exactly "None"
@@ -469,7 +476,7 @@ def test_placeholders_are_reported_and_kept_in_extra(
 
 def test_lists_are_joined(datasets: dict[str, Dataset]) -> None:
     case = datasets["privaci-aclu"][0]
-    assert case.information_type == "Facial Recognition Data; Driver License Photo"
+    assert case.flow.information_type == "Facial Recognition Data; Driver License Photo"
 
 
 @pytest.mark.parametrize(
@@ -499,7 +506,7 @@ def test_lists_are_joined(datasets: dict[str, Dataset]) -> None:
     ],
 )
 def test_placeholder_values(value: str) -> None:
-    assert is_placeholder_value(value)
+    assert ci_is_placeholder(value)
 
 
 @pytest.mark.parametrize(
@@ -514,7 +521,7 @@ def test_placeholder_values(value: str) -> None:
     ],
 )
 def test_non_placeholder_values(value: str) -> None:
-    assert not is_placeholder_value(value)
+    assert not ci_is_placeholder(value)
 
 
 def test_placeholders_agree_with_the_kb_vocabulary() -> None:
@@ -532,7 +539,7 @@ def test_placeholders_agree_with_the_kb_vocabulary() -> None:
         "consent",
     ]:
         if is_placeholder(clean_text(value)):
-            assert is_placeholder_value(value), value
+            assert ci_is_placeholder(value), value
 
 
 @pytest.mark.parametrize(
@@ -558,14 +565,16 @@ def test_parse_label(raw: object, verdict: Verdict | None) -> None:
 
 def test_case_flow_and_dict(datasets: dict[str, Dataset]) -> None:
     case = datasets["goldcoin-synthetic-applicability"][0]
-    flow = case.flow()
+    flow = case.flow
     assert isinstance(flow, Flow)
     assert flow.sender.name == "Dr. Smith" and flow.sender.role == "Primary Care Physician"
     assert flow.recipient.name == "Dr. Brown" and flow.subject.name == "Jane"
-    assert flow.information_type == case.information_type
-    assert flow.principle.purpose == case.purpose and flow.principle.consent == "Jane"
-    real_flow = datasets["real"][0].flow()
-    assert real_flow.sender.name == "" and real_flow.sender.role == "Public Entity/Administrator"
+    assert flow.information_type == case.flow.information_type
+    assert (
+        flow.principle.purpose == case.flow.principle.purpose and flow.principle.consent == "Jane"
+    )
+    real_flow = datasets["real"][0].flow
+    assert real_flow.sender.name is None and real_flow.sender.role == "Public Entity/Administrator"
     data = json.loads(json.dumps(case.to_dict()))
     assert data["label"] == "permit" and data["gold_nodes"] == list(case.gold_nodes)
     hash(case)  # frozen and hashable despite `extra`

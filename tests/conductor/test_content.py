@@ -11,16 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from privacy_ci.conductor import Corpus, Label, SensitivityTier
-from privacy_ci.conductor._content import (
-    CLINIC_NAME,
-    DOCUMENT_TYPES,
+from privacy_ci.conductor import (
+    Corpus,
+    Label,
+    SensitivityTier,
     content_attributes,
     corpus_digest,
     render_corpus,
     render_document,
     write_corpus_documents,
 )
+from privacy_ci.conductor._content import DOCUMENT_TYPES
+
+CLINIC_NAME = "Riverside Medical Clinic"  # the letterhead of content/clinic.yaml
 
 DOLLARS = re.compile(r"-?\$\d{1,3}(?:,\d{3})*\.\d{2}")
 BILLING_CODE = re.compile(r"\b(?:CPT|HCPCS) [A-Z0-9]\d{4}\b")
@@ -83,7 +86,7 @@ def test_render_in_other_processes_is_byte_identical(
     script = (
         "import sys; from pathlib import Path\n"
         "from privacy_ci.conductor import load_corpus\n"
-        "from privacy_ci.conductor._content import corpus_digest, render_corpus,"
+        "from privacy_ci.conductor import corpus_digest, render_corpus,"
         " write_corpus_documents\n"
         "c = load_corpus()\n"
         "write_corpus_documents(c, Path(sys.argv[1]))\n"

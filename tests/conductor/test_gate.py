@@ -219,3 +219,15 @@ def test_batch_refuses_labels_compiled_for_another_policy(corpus: Corpus) -> Non
     compiled = other.compile(list(corpus.labels))
     with pytest.raises(ValueError, match="different policy"):
         gate.decide_batch(corpus.requester("D01"), compiled)
+
+
+def test_a_policy_with_more_than_64_roles_is_a_user_error(corpus: Corpus) -> None:
+    from privacy_ci.conductor import Policy
+    from privacy_ci.errors import ValidationFailed
+
+    roles = tuple(f"Role {i}" for i in range(65))
+    context = corpus.policy.contexts[0]
+    body = corpus.policy.model_dump(mode="json")
+    body.update(roles=roles, authoritative_context=dict.fromkeys(roles, context))
+    with pytest.raises(ValidationFailed, match="lists 65 roles"):
+        Gate(Policy.model_validate(body))

@@ -12,8 +12,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from privacy_ci.cases import VERDICT_ORDER, Case, Dataset, DatasetReport, Protocol, Task
-from privacy_ci.ci import Verdict
-from privacy_ci.judging._types import Event, Judgment, Method, StepRecord
+from privacy_ci.ci import Flow, Verdict
+from privacy_ci.judging import Event, Judgment, Method, MethodIdentity, StepRecord
 from privacy_ci.llm import LLMClient
 
 TOY_TYPES = (
@@ -41,15 +41,13 @@ def toy_dataset(n: int = 30, name: str = "toy") -> Dataset:
             dataset=name,
             regulation="hipaa",
             text=f"Toy event number {i}: a clinic shares records with party {i % 7}.",
-            sender=None,
-            sender_role="Doctor",
-            recipient=None,
-            recipient_role="Insurer",
-            subject=None,
-            subject_role="Patient",
-            information_type=TOY_TYPES[i % len(TOY_TYPES)],
-            purpose="billing",
-            consent_form=None,
+            flow=Flow.of(
+                sender_role="Doctor",
+                recipient_role="Insurer",
+                subject_role="Patient",
+                information_type=TOY_TYPES[i % len(TOY_TYPES)],
+                purpose="billing",
+            ),
             label=labels[i % len(labels)],
         )
         for i in range(n)
@@ -96,6 +94,9 @@ class HashMethod:
     raise_for: set[str] = field(default_factory=set)
     error_for: set[str] = field(default_factory=set)
     calls: Counter[str] = field(default_factory=Counter)
+
+    def identity(self) -> MethodIdentity:
+        return MethodIdentity(self.name, prompts=("dp",))
 
     async def judge(self, event: Event) -> Judgment:
         self.calls[event.id] += 1

@@ -70,7 +70,7 @@ def test_baselines_on_toy_data() -> None:
     for case in ds:
         expected = (
             Verdict.PERMIT
-            if is_health_information(case.information_type)
+            if is_health_information(case.flow.information_type)
             else Verdict.NOT_APPLICABLE
         )
         assert rule.predictions[case.id] is expected

@@ -116,7 +116,7 @@ def test_eval_rejects_unknown_method(env: Path) -> None:
 
 @pytest.mark.slow
 def test_eval_with_the_embedded_model(env: Path) -> None:
-    from privacy_ci.llm._embedded import embedded_unavailable_reason
+    from privacy_ci.llm.testing import embedded_unavailable_reason
 
     # only a missing llama_cpp or GGUF skips; any other error fails the test
     reason = embedded_unavailable_reason()

@@ -23,9 +23,9 @@ from privacy_ci.evaluation import (
     run_eval,
     run_eval_sync,
 )
-from privacy_ci.judging._types import Event, Judgment
+from privacy_ci.judging import Event, Judgment, MethodIdentity
 from privacy_ci.llm import GenerationSettings, LLMClient, LLMError, RetryPolicy
-from privacy_ci.llm._scripted import ScriptedTestBackend
+from privacy_ci.llm.testing import ScriptedTestBackend
 
 from . import HashMethod, hashed_verdict, toy_dataset
 
@@ -191,6 +191,9 @@ class Gauge:
     now: int = 0
     peak: int = 0
 
+    def identity(self) -> MethodIdentity:
+        return MethodIdentity(self.name)
+
     async def judge(self, event: Event) -> Judgment:
         self.now += 1
         self.peak = max(self.peak, self.now)
@@ -238,7 +241,7 @@ def test_real_dp_over_the_scripted_backend_counts_retries(tmp_path: Path) -> Non
 
 
 def test_sync_wrapper_and_dataset_by_name_errors(tmp_path: Path) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(PrivacyCIError, match="concurrency must be at least 1"):
         run_eval_sync(HashMethod(), toy_dataset(3), tmp_path, concurrency=0)
     with pytest.raises(PrivacyCIError):
         run_eval_sync(HashMethod(), "no-such-dataset", tmp_path)

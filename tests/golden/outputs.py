@@ -18,6 +18,7 @@ Record (only when a change of output is intended, in a commit that says why)::
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import os
@@ -103,15 +104,21 @@ def retrieval_eval_real() -> Any:
     return _cli_json("retrieval", "eval", "--dataset", "real")
 
 
+@functools.cache
+def _riverside() -> Any:
+    from privacy_ci.conductor import load_corpus
+
+    return load_corpus()
+
+
 def _label_answer(messages: Sequence[Any], settings: Any) -> str:
     """A deterministic 'labeler': the authored label, perturbed by a hash of the
     document and the draw's seed (extra roles, other tiers, dropped roles, junk)."""
-    from privacy_ci.conductor import load_corpus
     from privacy_ci.labeling import ProposedLabel
     from tests.labeling import doc_id_of
 
     doc_id = doc_id_of(messages)
-    label = ProposedLabel.of(load_corpus().label(doc_id)).as_dict()
+    label = ProposedLabel.of(_riverside().label(doc_id)).as_dict()
     h = int(hashlib.sha256(f"{doc_id}:{settings.seed}".encode()).hexdigest(), 16)
     if h % 11 == 0:
         return "{not json"
@@ -129,10 +136,9 @@ def _label_answer(messages: Sequence[Any], settings: Any) -> str:
 
 
 def label_report() -> Any:
-    from privacy_ci.conductor import load_corpus
     from privacy_ci.labeling import Labeler, run_labeling
     from privacy_ci.llm import LLMClient
-    from privacy_ci.llm._scripted import ScriptedTestBackend
+    from privacy_ci.llm.testing import ScriptedTestBackend
 
     async def no_sleep(_: float) -> None:
         return None
@@ -144,7 +150,7 @@ def label_report() -> Any:
             sleep=no_sleep,
         )
         run_dir = Path(tmp) / "run"
-        asyncio.run(run_labeling(Labeler(client, load_corpus()), run_dir, draws=3))
+        asyncio.run(run_labeling(Labeler(client, _riverside()), run_dir, draws=3))
         out = _cli_json("label", "report", str(run_dir))
         return normalise(out, {tmp: "$TMP"})
 
@@ -192,7 +198,7 @@ def eval_scripted() -> Any:
     from privacy_ci.evaluation import run_eval
     from privacy_ci.judging import METHODS, build_method
     from privacy_ci.llm import LLMClient
-    from privacy_ci.llm._scripted import ScriptedTestBackend
+    from privacy_ci.llm.testing import ScriptedTestBackend
 
     dataset = load_dataset("real")
     out: dict[str, Any] = {}

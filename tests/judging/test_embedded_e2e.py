@@ -27,8 +27,7 @@ from privacy_ci.judging import (
     build_method,
     event_from_case,
 )
-from privacy_ci.llm import LLMClient
-from privacy_ci.llm._embedded import EmbeddedBackend
+from privacy_ci.llm import EmbeddedBackend, LLMClient
 
 # llama.cpp's OpenMP threads spin while they wait; on a busy 2-core machine that makes
 # prompt evaluation several times slower. Set before llama_cpp loads (it is imported
@@ -48,7 +47,7 @@ TIMINGS: dict[str, list[float]] = {}
 
 
 def _skip_reason() -> str | None:
-    from privacy_ci.llm._embedded import embedded_unavailable_reason
+    from privacy_ci.llm.testing import embedded_unavailable_reason
 
     return embedded_unavailable_reason()
 

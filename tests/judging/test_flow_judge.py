@@ -4,6 +4,7 @@ retry-twice-then-failure, the CLI, and wiring with the embedded local model."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import re
@@ -15,7 +16,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from privacy_ci.ci import Verdict
+from privacy_ci.ci import Flow, Verdict
 from privacy_ci.judging import (
     FLOW_DECISIONS,
     FLOW_MISSING,
@@ -36,10 +37,15 @@ from privacy_ci.judging import (
     render_flow_prompt,
 )
 from privacy_ci.judging._flow import FLOW_MAX_TOKENS, FLOW_RATIONALE_CHARS
-from privacy_ci.llm import GenerationSettings, LLMClient, LLMError, Message
-from privacy_ci.llm._cache import ResponseCache
-from privacy_ci.llm._scripted import ScriptedTestBackend
-from privacy_ci.llm._types import parse_structured
+from privacy_ci.llm import (
+    GenerationSettings,
+    LLMClient,
+    LLMError,
+    Message,
+    ResponseCache,
+    parse_structured,
+)
+from privacy_ci.llm.testing import ScriptedTestBackend
 from tests._shared import paper as paper_path
 from tests.llm.fake_openai_server import FakeLLMServer, Fault, running_server
 
@@ -52,15 +58,17 @@ NARRATIVE = (
 EVENT = Event(
     text=NARRATIVE,
     id="ev-flow",
-    sender="Dr. Reed",
-    sender_role="Physician",
-    recipient="Acme Corp.",
-    recipient_role="Employer",
-    subject="Ann Lee",
-    subject_role="Patient",
-    information_type="HIV test result",
-    purpose="Employment decision",
-    consent_form=None,
+    flow=Flow.of(
+        sender="Dr. Reed",
+        sender_role="Physician",
+        recipient="Acme Corp.",
+        recipient_role="Employer",
+        subject="Ann Lee",
+        subject_role="Patient",
+        information_type="HIV test result",
+        purpose="Employment decision",
+        consent_form=None,
+    ),
 )
 EXPECTED_PROMPT = (
     "Information flow under review:\n"
@@ -156,10 +164,9 @@ def test_rendered_prompt_word_for_word() -> None:
 def test_consent_when_recorded_and_missing_fields() -> None:
     event = Event(
         text="  A clinic sent records.  ",
-        sender_role="Clinic",
-        subject="Bob",
-        purpose="None",  # a placeholder counts as missing
-        consent_form="Authorization",
+        flow=Flow.of(
+            sender_role="Clinic", subject="Bob", purpose="None", consent_form="Authorization"
+        ),
     )
     values, missing = flow_values(event)
     assert values["sender"] == values["sender_role"] == "Clinic"  # no name: the role
@@ -199,33 +206,24 @@ def test_a_privaci_case_never_shows_its_label_or_articles(
         lines = prompt.splitlines()
         five = dict(line.split(" : ", 1) for line in lines[1:7])
         assert five["Sender (role)"] == (
-            f"{case.sender or case.sender_role or 'unknown'} [{case.sender_role or 'unknown'}]"
+            f"{case.flow.sender.name or case.flow.sender.role or 'unknown'} [{case.flow.sender.role or 'unknown'}]"
         )
-        assert five["Information type"] == (case.information_type or FLOW_MISSING)
-        assert five["Purpose"] == (case.purpose or FLOW_MISSING)
+        assert five["Information type"] == (case.flow.information_type or FLOW_MISSING)
+        assert five["Purpose"] == (case.flow.principle.purpose or FLOW_MISSING)
         for article in (*case.extra["followed_articles"], *case.extra["violated_articles"]):
             if article not in case.text:
                 assert article not in prompt
     # a case object carrying a label and gold ids: neither reaches the prompt
     case = dataset.cases[0]
 
-    class Labelled:
-        id = case.id
-        text = case.text
-        sender = case.sender
-        sender_role = case.sender_role
-        recipient = case.recipient
-        recipient_role = case.recipient_role
-        subject = case.subject
-        subject_role = case.subject_role
-        information_type = case.information_type
-        purpose = case.purpose
-        consent_form = None
-        label = "SENTINEL-LABEL"
-        gold_ids = ("999.999(z)",)
-        norm_type = "SENTINEL-NORM"
+    labelled = dataclasses.replace(
+        case,
+        label=Verdict.NOT_APPLICABLE,
+        gold_ids=("999.999(z)",),
+        extra={"norm_type": "SENTINEL-NORM", "label": "SENTINEL-LABEL"},
+    )
 
-    prompt = render_flow_prompt(event_from_case(Labelled()))
+    prompt = render_flow_prompt(event_from_case(labelled))
     assert "SENTINEL" not in prompt and "999.999" not in prompt
 
 
@@ -396,7 +394,7 @@ def test_recorded_answer_matches_by_prompt() -> None:
 
     pipeline = build_method("flow-judge", LLMClient(ScriptedTestBackend(answer)))
     judge(pipeline)
-    judge(pipeline, Event(text="A nurse told a doctor.", sender_role="Nurse"))
+    judge(pipeline, Event(text="A nurse told a doctor.", flow=Flow.of(sender_role="Nurse")))
     assert seen[0] == EXPECTED_PROMPT and "Sender (role) : Nurse [Nurse]" in seen[1]
 
 
@@ -406,10 +404,12 @@ def test_recorded_answer_matches_by_prompt() -> None:
 def cli() -> typer.Typer:
     from privacy_ci.cli.evaluate import eval_command
     from privacy_ci.cli.judge import judge as judge_command
+    from privacy_ci.cli.judge import methods_command
 
     app = typer.Typer()
     app.command("judge")(judge_command)
     app.command("eval")(eval_command)
+    app.command("methods")(methods_command)
     return app
 
 
@@ -440,10 +440,13 @@ def remote(url: str) -> list[str]:
     return ["--provider", "openai-compatible", "--model", "fake", "--base-url", url, "--no-cache"]
 
 
-def test_cli_help_lists_flow_judge() -> None:
+def test_cli_lists_flow_judge() -> None:
     for command in ("judge", "eval"):
         result = CliRunner().invoke(cli(), [command, "--help"], env={"COLUMNS": "200"})
-        assert result.exit_code == 0 and "flow-judge" in result.stdout
+        assert result.exit_code == 0 and "privacy-ci methods" in result.stdout
+    result = CliRunner().invoke(cli(), ["methods", "--json"])
+    listed = json.loads(result.stdout)
+    assert result.exit_code == 0 and "flow-judge" in [m["name"] for m in listed["methods"]]
 
 
 def test_cli_judge_a_case_file(
@@ -555,7 +558,7 @@ def test_embedded_model_on_two_privaci_cases(
     monkeypatch.setenv("OMP_WAIT_POLICY", os.environ.get("OMP_WAIT_POLICY", "passive"))
     monkeypatch.setenv("PRIVACY_CI_DATA", str(shared_data))
     from privacy_ci.cases import load_dataset
-    from privacy_ci.llm._embedded import EmbeddedBackend
+    from privacy_ci.llm import EmbeddedBackend
 
     cases = sorted(load_dataset("privaci-hipaa").cases, key=lambda c: (len(c.text), c.id))[:2]
     client = LLMClient(EmbeddedBackend(), cache=None, concurrency=1)

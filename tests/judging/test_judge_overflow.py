@@ -69,7 +69,7 @@ def test_llm_ask_exits_2(fake: dict[str, Any], monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_judge_with_the_packaged_model() -> None:
-    from privacy_ci.llm._embedded import embedded_unavailable_reason
+    from privacy_ci.llm.testing import embedded_unavailable_reason
 
     reason = embedded_unavailable_reason()
     if reason is not None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from privacy_ci.ci import Verdict
+from privacy_ci.ci import Flow, Verdict
 from privacy_ci.errors import PrivacyCIError
 from privacy_ci.judging import (
     CI_JSON_FIELDS,
@@ -23,7 +23,7 @@ from privacy_ci.judging import (
     load_prompt,
 )
 from privacy_ci.llm import GenerationSettings, LLMClient, LLMError, Message
-from privacy_ci.llm._scripted import ScriptedTestBackend
+from privacy_ci.llm.testing import ScriptedTestBackend
 from privacy_ci.retrieval import RetrievalQuery
 from tests.judging.test_steps import EVENT, StubRetriever, small_kb
 
@@ -252,8 +252,8 @@ def test_ci_es_content_pipeline() -> None:
     assert rec.seen[0][1] == load_prompt("ci_extract").render(event=EVENT.text)
     query, k = stub.queries[0]
     assert isinstance(query, RetrievalQuery) and k == 5
-    assert query.sender_role == "covered entity" and query.recipient_role == "employer"
-    assert query.subject_role is None
+    assert query.flow.sender.role == "covered entity" and query.flow.recipient.role == "employer"
+    assert query.flow.subject.role is None
     assert judgment.cited_ids == ["164.502(b)", "164.512(f)"]
     assert "164.512(f): PART 164" in rec.prompts("content_decide")[0]
 
@@ -269,7 +269,7 @@ def test_ci_es_malformed_extraction_uses_case_fields() -> None:
     assert "malformed" in (judgment.steps[0].error or "")
     assert judgment.steps[0].parsed["source"] == "case"
     query = stub.queries[0][0]
-    assert query.sender_role == "Doctor" and query.recipient_role == "Employer"
+    assert query.flow.sender.role == "Doctor" and query.flow.recipient.role == "Employer"
     # nothing kept: the decision sees "None"
     assert "HIPAA Regulations Reference: None\n" in rec.prompts("content_decide")[0]
     assert judgment.cited_ids == [] and judgment.verdict is Verdict.PERMIT
@@ -340,22 +340,21 @@ def test_constrained_pipeline_settings() -> None:
 
 
 def test_event_from_case() -> None:
-    class Case:
-        id = "goldcoin-real-0001"
-        text = "A hospital sent records."
-        sender_role = "Hospital"
-        recipient_role = None
-        subject_role = "Patient"
-        information_type = "records"
-        purpose = None
-        consent_form = None
-        label = Verdict.PERMIT
+    from privacy_ci.cases import Case
 
-    event = event_from_case(Case())
+    case = Case(
+        id="goldcoin-real-0001",
+        dataset="real",
+        regulation="hipaa",
+        text="A hospital sent records.",
+        flow=Flow.of(sender_role="Hospital", subject_role="Patient", information_type="records"),
+        label=Verdict.PERMIT,
+        gold_ids=("164.506",),
+    )
+
+    event = event_from_case(case)
     assert event == Event(
         text="A hospital sent records.",
         id="goldcoin-real-0001",
-        sender_role="Hospital",
-        subject_role="Patient",
-        information_type="records",
+        flow=Flow.of(sender_role="Hospital", subject_role="Patient", information_type="records"),
     )

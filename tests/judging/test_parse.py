@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from privacy_ci.ci import Verdict
-from privacy_ci.judging._parse import parse_verdict, parse_yes_no
+from privacy_ci.judging import parse_verdict, parse_yes_no
 
 P, B, C, N = Verdict.PROHIBIT, Verdict.PERMIT, Verdict.NOT_APPLICABLE, None
 
@@ -236,7 +236,7 @@ def test_parse_yes_no(text: str, want: bool | None) -> None:
 
 
 def test_an_echoed_prompt_is_not_a_choice() -> None:
-    from privacy_ci.judging._prompts import load_prompt
+    from privacy_ci.judging import load_prompt
 
     for name in ("dp", "cot_auto", "cot_manual", "content_decide", "agent_id_decide"):
         prompt = load_prompt(name)

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from privacy_ci.errors import PrivacyCIError
-from privacy_ci.judging._prompts import load_prompt, prompt_hashes
+from privacy_ci.judging import load_prompt, prompt_hashes
 from tests._shared import paper as paper_path
 
 PAPER = "privacy-checklist.txt"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from privacy_ci.ci import Verdict
+from privacy_ci.ci import Flow, Verdict
 from privacy_ci.errors import PrivacyCIError
 from privacy_ci.judging import (
     CI_JSON_FIELDS,
@@ -33,17 +33,15 @@ from privacy_ci.judging import (
     truncate_text,
 )
 from privacy_ci.knowledge import KnowledgeBase
-from privacy_ci.llm import GenerationSettings, LLMClient, LLMError, Message
-from privacy_ci.llm._scripted import ScriptedTestBackend
+from privacy_ci.llm import Capabilities, GenerationSettings, LLMClient, LLMError, Message
+from privacy_ci.llm.testing import ScriptedTestBackend
 from privacy_ci.regulations import NodeKind, RegulationTree, TreeBuilder
 from privacy_ci.retrieval import Hit, RetrievalError, RetrievalQuery
 
 EVENT = Event(
     text="Dr. Reed emailed Ann's lab results to Ann's employer without asking her.",
     id="ev-1",
-    sender_role="Doctor",
-    recipient_role="Employer",
-    subject_role="Patient",
+    flow=Flow.of(sender_role="Doctor", recipient_role="Employer", subject_role="Patient"),
 )
 
 
@@ -152,9 +150,9 @@ def test_config_validation() -> None:
 
 def test_constraining_is_automatic_for_the_embedded_provider() -> None:
     ctx, backend = ctx_for(lambda p, s: "x")
-    assert not ctx.constrained  # scripted provider: off
-    backend.provider = "embedded"
-    assert ctx.constrained
+    assert not ctx.constrained  # the scripted backend does not ask for it
+    backend.capabilities = Capabilities(backend.capabilities.features, constrain_by_default=True)
+    assert ctx.constrained  # a backend that does (the embedded model)
     ctx.config = JudgeConfig(constrain=False)
     assert not ctx.constrained
 
@@ -254,14 +252,16 @@ def test_retrieve_from_explanation_event_and_ci() -> None:
     assert stub.queries[-1] == (EVENT.text, 1)
     assert "empty explanation" in state.steps[-1].parsed["note"]
     # CI: the extracted roles, else the event's own
-    state = PipelineState(EVENT, ci={"sender_role": "Covered entity", "purpose": "treatment"})
+    state = PipelineState(EVENT, ci=Flow.of(sender_role="Covered entity", purpose="treatment"))
     run(retrieve(stub, query_from="ci"), state, ctx)
     query, k = stub.queries[-1]
     assert k == 5 and isinstance(query, RetrievalQuery)
-    assert query.sender_role == "Covered entity" and query.purpose == "treatment"
-    assert query.recipient_role is None and query.text == EVENT.text
+    assert (
+        query.flow.sender.role == "Covered entity" and query.flow.principle.purpose == "treatment"
+    )
+    assert query.flow.recipient.role is None and query.text == EVENT.text
     run(retrieve(stub, query_from="ci"), PipelineState(EVENT), ctx)
-    assert stub.queries[-1][0].recipient_role == "Employer"
+    assert stub.queries[-1][0].flow.recipient.role == "Employer"
 
 
 def test_retriever_built_lazily_once() -> None:
@@ -410,8 +410,8 @@ def test_extract_ci_structured_output() -> None:
     ctx, backend = ctx_for(lambda p, s: json.dumps(value))
     state = run(extract_ci, PipelineState(Event(text=EVENT.text)), ctx)
     assert state.ci_source == "model" and state.ci is not None
-    assert state.ci["sender_role"] == "Doctor" and state.ci["recipient_role"] == "employer"
-    assert state.ci["subject_role"] is None and state.ci["purpose"] == "employment"
+    assert state.ci.get("sender_role") == "Doctor" and state.ci.get("recipient_role") == "employer"
+    assert state.ci.get("subject_role") is None and state.ci.get("purpose") == "employment"
     settings = backend.calls[0][1]
     assert settings.json_schema == ci_schema() and settings.grammar is None
     assert state.steps[0].prompt == load_prompt("ci_extract").render(event=EVENT.text)
@@ -422,7 +422,7 @@ def test_extract_ci_malformed_falls_back_to_case_fields() -> None:
     ctx, _ = ctx_for(lambda p, s: '{"Sender Role": "Doc')
     state = run(extract_ci, PipelineState(EVENT), ctx)
     assert state.ci_source == "case" and state.ci is not None
-    assert state.ci["sender_role"] == "Doctor" and state.ci["recipient_role"] == "Employer"
+    assert state.ci.get("sender_role") == "Doctor" and state.ci.get("recipient_role") == "Employer"
     assert "malformed" in (state.steps[0].error or "") and state.error is None
     state = run(extract_ci, PipelineState(Event(text="x")), ctx)
     assert state.ci_source == "none"

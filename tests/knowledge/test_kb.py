@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from privacy_ci.errors import DataMissingError
+from privacy_ci.errors import DataMissingError, PrivacyCIError
 from privacy_ci.knowledge import (
     KB_FILES,
     PAPER_STATS,
@@ -122,7 +122,7 @@ def test_norms_of_type(hipaa: KnowledgeBase) -> None:
     assert len(hipaa.norms_of_type("negative_norm")) == 32
     assert len(hipaa.norms_of_type("General Definition")) == 328
     assert hipaa.norms_of_type("Prohibit") == hipaa.norms_of_type(NormType.NEGATIVE)
-    with pytest.raises(ValueError, match="unknown norm type"):
+    with pytest.raises(PrivacyCIError, match="unknown norm type"):
         hipaa.norms_of_type("maybe")
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from privacy_ci.conductor import Corpus, Label
 from privacy_ci.labeling import Labeler, ProposedLabel
 from privacy_ci.llm import GenerationSettings, LLMClient, LLMError, Message
-from privacy_ci.llm._scripted import ScriptedTestBackend
+from privacy_ci.llm.testing import ScriptedTestBackend
 
 _DOC_ID = re.compile(r"^Document ID: (\S+)$", re.MULTILINE)
 

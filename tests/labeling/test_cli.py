@@ -15,7 +15,7 @@ from privacy_ci.cli.main import app
 from privacy_ci.conductor import Corpus, riverside_dir
 from privacy_ci.labeling import load_labeler_prompt
 from privacy_ci.llm import LLMClient, LLMConfig
-from privacy_ci.llm._scripted import ScriptedTestBackend
+from privacy_ci.llm.testing import ScriptedTestBackend
 
 from . import authored_answers, by_document, doc_id_of, label_json
 

@@ -30,7 +30,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 
 def _skip_reason() -> str | None:
-    from privacy_ci.llm._embedded import embedded_unavailable_reason
+    from privacy_ci.llm.testing import embedded_unavailable_reason
 
     return embedded_unavailable_reason()
 
@@ -40,7 +40,7 @@ def test_two_documents_one_draw_with_the_embedded_model(corpus: Corpus, tmp_path
     reason = _skip_reason()
     if reason is not None:
         pytest.skip(reason)
-    from privacy_ci.llm._embedded import EmbeddedBackend
+    from privacy_ci.llm import EmbeddedBackend
 
     client = LLMClient(EmbeddedBackend(), cache=None, concurrency=1)
     # a short completion budget keeps the test quick; a label fits in about 60 tokens

@@ -22,7 +22,7 @@ from privacy_ci.labeling import (
     load_labeler_prompt,
 )
 from privacy_ci.llm import GenerationSettings, LLMClient, LLMError, ResponseCache
-from privacy_ci.llm._scripted import ScriptedTestBackend
+from privacy_ci.llm.testing import ScriptedTestBackend
 
 from . import authored_answers, by_document, label_json, scripted
 

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from privacy_ci.conductor import Corpus
-from privacy_ci.conductor._content import render_document
+from privacy_ci.conductor import Corpus, render_document
 from privacy_ci.errors import PrivacyCIError
 from privacy_ci.labeling import (
     MODEL_FIELDS,
@@ -211,7 +210,9 @@ def test_prompt_does_not_depend_on_the_acl_principle_or_assignment_flag(corpus: 
     ]
     from privacy_ci.conductor import LabelSet
 
-    other = Corpus(corpus.policy, corpus.directory, LabelSet(changed_labels), corpus.assignments)
+    other = Corpus(
+        corpus.policy, corpus.directory, LabelSet(changed_labels), corpus.assignments, corpus.source
+    )
     for doc_id, text in original.items():
         assert render_user_prompt(other, doc_id) == text, doc_id
 

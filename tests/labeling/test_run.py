@@ -278,7 +278,7 @@ def test_retry_failures_asks_the_model_again_despite_the_cache(
 ) -> None:
     """A cached failed answer is not replayed: the retried draw reaches the model."""
     from privacy_ci.llm import ResponseCache
-    from privacy_ci.llm._scripted import ScriptedTestBackend
+    from privacy_ci.llm.testing import ScriptedTestBackend
 
     from . import by_document
 

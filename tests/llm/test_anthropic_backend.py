@@ -10,6 +10,7 @@ import anthropic
 import pytest
 
 from privacy_ci.llm import (
+    AnthropicBackend,
     FinishReason,
     GenerationSettings,
     LLMClient,
@@ -21,7 +22,6 @@ from privacy_ci.llm import (
     system,
     user,
 )
-from privacy_ci.llm._anthropic import AnthropicBackend
 from tests.llm.fake_openai_server import (
     FakeLLMServer,
     Fault,

@@ -67,7 +67,7 @@ def test_the_model_nice_value_is_configurable(monkeypatch: pytest.MonkeyPatch) -
 
 @pytest.fixture(scope="module")
 def backend() -> EmbeddedBackend:
-    from privacy_ci.llm._embedded import embedded_unavailable_reason
+    from privacy_ci.llm.testing import embedded_unavailable_reason
 
     reason = embedded_unavailable_reason()
     if reason is not None:

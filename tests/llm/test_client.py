@@ -17,7 +17,7 @@ from privacy_ci.llm import (
     RetryPolicy,
     user,
 )
-from privacy_ci.llm._scripted import ScriptedTestBackend
+from privacy_ci.llm.testing import ScriptedTestBackend
 
 
 def run(coro):  # type: ignore[no-untyped-def]

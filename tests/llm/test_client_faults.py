@@ -19,11 +19,11 @@ from privacy_ci.llm import (
     FinishReason,
     GenerationSettings,
     LLMClient,
+    OpenAICompatibleBackend,
     ResponseCache,
     RetryPolicy,
     user,
 )
-from privacy_ci.llm._openai import OpenAICompatibleBackend
 from tests.llm.fake_openai_server import FakeLLMServer, Fault, expected_answer, running_server
 
 SCHEMA: dict[str, Any] = {

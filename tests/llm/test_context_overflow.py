@@ -28,7 +28,7 @@ from privacy_ci.llm import (
     user,
 )
 from privacy_ci.llm._embedded import EmbeddedBackend, _LoadedModel
-from privacy_ci.llm._scripted import ScriptedTestBackend
+from privacy_ci.llm.testing import ScriptedTestBackend
 
 N_CTX = 256
 TEMPLATE_TOKENS = 30  # what the stand-in's chat template adds to the messages

@@ -26,14 +26,11 @@ from privacy_ci.llm import (
     LLMConfig,
     LLMError,
     ResponseCache,
+    choice_grammar,
     make_backend,
     user,
 )
-from privacy_ci.llm._embedded import (
-    EmbeddedBackend,
-    choice_grammar,
-    default_model_path,
-)
+from privacy_ci.llm._embedded import EmbeddedBackend, default_model_path
 from tests._shared import paper as paper_path
 
 # Table 7 of the Privacy Checklist paper, "DP" (direct prompt), verbatim; <event> -> {event}.
@@ -59,7 +56,7 @@ PLAIN = [user("What is the capital of France? Answer in one short sentence.")]
 
 
 def _skip_reason() -> str | None:
-    from privacy_ci.llm._embedded import embedded_unavailable_reason
+    from privacy_ci.llm.testing import embedded_unavailable_reason
 
     return embedded_unavailable_reason()
 
@@ -281,7 +278,6 @@ def test_through_llm_client_second_call_is_a_cache_hit(
 def test_grammar_setting_goes_through_the_client(backend: EmbeddedBackend, tmp_path: Path) -> None:
     """A GBNF grammar in GenerationSettings constrains the embedded model via LLMClient."""
     from privacy_ci.llm import LLMClient, ResponseCache
-    from privacy_ci.llm._embedded import choice_grammar
 
     client = LLMClient(backend, cache=ResponseCache(tmp_path / "c.sqlite"))
     grammar = choice_grammar(["A. Prohibited", "B. Permitted", "C. Not related"], prefix="Choice: ")

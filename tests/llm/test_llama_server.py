@@ -126,7 +126,7 @@ def server(inprocess: EmbeddedBackend, tmp_path_factory: pytest.TempPathFactory)
 
 
 def _remote(base: str) -> Any:
-    from privacy_ci.llm._openai import OpenAICompatibleBackend
+    from privacy_ci.llm import OpenAICompatibleBackend
 
     return OpenAICompatibleBackend.from_config(
         LLMConfig(provider="openai-compatible", base_url=base, model=MODEL)
@@ -215,7 +215,7 @@ def test_auto_structured_mode_falls_back_to_json_object(server: str) -> None:
     assert completion.parse_error is None
     assert completion.parsed["verdict"] in VERDICT_SCHEMA["properties"]["verdict"]["enum"]
     # an explicit mode is never second-guessed: the error comes back as it is
-    from privacy_ci.llm._openai import OpenAICompatibleBackend
+    from privacy_ci.llm import OpenAICompatibleBackend
 
     strict = OpenAICompatibleBackend.from_config(
         LLMConfig(

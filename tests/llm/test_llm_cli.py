@@ -81,7 +81,7 @@ def test_ask_reports_an_explicit_failure(server: tuple[FakeLLMServer, str]) -> N
 
 
 def test_ask_embedded_default() -> None:
-    from privacy_ci.llm._embedded import embedded_unavailable_reason
+    from privacy_ci.llm.testing import embedded_unavailable_reason
 
     # only a missing llama_cpp or GGUF skips; any other error fails the test
     reason = embedded_unavailable_reason()

@@ -20,11 +20,11 @@ from privacy_ci.llm import (
     LLMClient,
     LLMConfig,
     LLMError,
+    OpenAICompatibleBackend,
     make_backend,
     system,
     user,
 )
-from privacy_ci.llm._openai import OpenAICompatibleBackend
 from privacy_ci.llm._transport import retry_after_seconds
 from tests.llm.fake_openai_server import (
     FakeLLMServer,

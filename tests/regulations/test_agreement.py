@@ -18,14 +18,16 @@ from pathlib import Path
 
 import pytest
 
-from privacy_ci.regulations import RegulationTree, load_hipaa_graphml
-from privacy_ci.regulations._agreement import (
+from privacy_ci.regulations import (
+    ECFR_FILES,
     AgreementReport,
+    AliasIndex,
+    RegulationTree,
     agreement_with_goldcoin,
     compare_with_published,
+    load_hipaa_graphml,
+    parse_ecfr_html,
 )
-from privacy_ci.regulations._ecfr import ECFR_FILES, parse_ecfr_html
-from privacy_ci.regulations._ids import AliasIndex
 
 
 @pytest.fixture(scope="module")

@@ -9,11 +9,13 @@ from pathlib import Path
 import pytest
 
 from privacy_ci.errors import DataMissingError
-from privacy_ci.regulations import NodeKind, RegulationTree, TreeError
-from privacy_ci.regulations._ecfr import (
+from privacy_ci.regulations import (
     ECFR_FILES,
     PARSER_VERSION,
     EcfrReport,
+    NodeKind,
+    RegulationTree,
+    TreeError,
     load_ecfr,
     load_ecfr_tree,
     parse_ecfr,

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from privacy_ci.regulations._ecfr import ECFR_FILES, parse_ecfr_html
+from privacy_ci.regulations import ECFR_FILES, parse_ecfr_html
 from privacy_ci.regulations._ecfr_fetch import (
     EcfrFetchError,
     ecfr_cache_dir,

@@ -6,9 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from privacy_ci.regulations import NodeKind, RegulationTree, TreeBuilder
-from privacy_ci.regulations._ecfr import ECFR_FILES, parse_ecfr_html
-from privacy_ci.regulations._references import find_citations, resolve_references
+from privacy_ci.regulations import (
+    ECFR_FILES,
+    NodeKind,
+    RegulationTree,
+    TreeBuilder,
+    find_citations,
+    parse_ecfr_html,
+    resolve_references,
+)
 
 
 @pytest.fixture(scope="module")

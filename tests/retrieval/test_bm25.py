@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from privacy_ci.ci import Flow
 from privacy_ci.knowledge import KnowledgeBase, load_knowledge_base
 from privacy_ci.retrieval import (
     PAPER_CONFIG,
@@ -116,7 +117,7 @@ def test_plus_documents_use_full_specification_and_annotations(toy: KnowledgeBas
     # "judicial" is only in section 1's heading and 1(a)'s purpose: the paper baseline misses it
     assert r.retrieve("judicial", 2)[0].node_id == "1(a)"
     assert bm25_paper(toy, cache=False).retrieve("judicial", 2) == []
-    ci = RetrievalQuery("a hospital shares files", recipient_role="law enforcement")
+    ci = RetrievalQuery("a hospital shares files", flow=Flow.of(recipient_role="law enforcement"))
     assert r.retrieve(ci, 1)[0].node_id == "1(b)"
 
 

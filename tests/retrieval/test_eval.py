@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from privacy_ci.ci import Flow
 from privacy_ci.retrieval import (
     Hit,
     RetrievalError,
@@ -28,6 +29,10 @@ class ToyCase:
     gold_nodes: tuple[str, ...]
     applicable: bool = True
     recipient_role: str | None = None
+
+    @property
+    def flow(self) -> Flow:
+        return Flow.of(recipient_role=self.recipient_role)
 
 
 class Fixed:
@@ -83,14 +88,14 @@ def test_evaluate_retrieval_averages_over_applicable_cases_with_gold() -> None:
     assert res.any_hit[5] == pytest.approx(2 / 3)
     assert res.mrr == pytest.approx((0.5 + 0 + 1) / 3)
     assert res.ndcg10 == pytest.approx((0.650921 + 0 + 1) / 3, abs=1e-6)
-    assert all(q.recipient_role is None for q in ret.queries)  # text mode: no CI fields
+    assert all(q.flow.recipient.role is None for q in ret.queries)  # text mode: no CI fields
     row = res.row()
     assert row["retriever"] == "fixed" and row["cases"] == 3 and row["recall@5"] == 0.6667
     assert "any_hit@1" in row and "ndcg@10" in row
 
     ret.queries.clear()
     evaluate_retrieval(ret, cases, query="ci")
-    assert any(q.recipient_role == "court" for q in ret.queries)
+    assert any(q.flow.recipient.role == "court" for q in ret.queries)
 
     table = format_results(evaluate_many([ret], cases, ks=(1, 5, 10, 20)))
     assert "fixed" in table and "R@10" in table

@@ -8,6 +8,7 @@ import pytest
 
 pytest.importorskip("sentence_transformers")
 
+from privacy_ci.ci import Flow
 from privacy_ci.knowledge import KnowledgeBase, load_knowledge_base
 from privacy_ci.retrieval import (
     EmptyQueryError,
@@ -52,9 +53,9 @@ def test_role_graph_links_surgeon_to_health_care_provider(roles: RoleKeywordRetr
 def test_roles_select_norms_by_recipient(roles: RoleKeywordRetriever, hipaa: KnowledgeBase) -> None:
     q = RetrievalQuery(
         "The clinic gave the police the results of a blood test.",
-        sender_role="hospital",
-        recipient_role="law enforcement officer",
-        subject_role="patient",
+        flow=Flow.of(
+            sender_role="hospital", recipient_role="law enforcement officer", subject_role="patient"
+        ),
     )
     hits = roles.retrieve(q, 10)
     assert len(hits) == 10 and all(h.node_id in hipaa.norms for h in hits)
@@ -68,7 +69,7 @@ def test_text_only_queries_use_role_mentions(roles: RoleKeywordRetriever) -> Non
     assert {"surgeon", "employer", "patient"} <= set(roles.mentioned_roles(text))
     assert roles.retrieve(text, 5)
     assert roles.retrieve("zzz qqq", 5) == []
-    assert roles.retrieve(RetrievalQuery(sender_role="xyzzy qwerty"), 5) == []
+    assert roles.retrieve(RetrievalQuery(flow=Flow.of(sender_role="xyzzy qwerty")), 5) == []
     with pytest.raises(EmptyQueryError):
         roles.retrieve("", 5)
 
@@ -76,11 +77,11 @@ def test_text_only_queries_use_role_mentions(roles: RoleKeywordRetriever) -> Non
 def test_kb_without_role_graph() -> None:
     kb = toy_kb()
     r = RoleKeywordRetriever(kb, RolesConfig(attribute_weight=0.0))
-    top = r.retrieve(RetrievalQuery(recipient_role="judge in a court"), 2)
+    top = r.retrieve(RetrievalQuery(flow=Flow.of(recipient_role="judge in a court")), 2)
     assert top[0].node_id == "1(a)"
     assert (
-        r.retrieve(RetrievalQuery(recipient_role="company boss", subject_role="worker"), 1)[
-            0
-        ].node_id
+        r.retrieve(
+            RetrievalQuery(flow=Flow.of(recipient_role="company boss", subject_role="worker")), 1
+        )[0].node_id
         == "3(a)"
     )

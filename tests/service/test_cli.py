@@ -1,4 +1,4 @@
-"""The command line of the store, tokens, audit and serve (Typer apps of cli/serve.py)."""
+"""The store, audit, token and serve commands (cli/store.py, audit.py, tokens.py, serve.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ from pathlib import Path
 import typer
 from typer.testing import CliRunner
 
-from privacy_ci.cli.serve import audit_app, serve, store_app, token_app
+from privacy_ci.cli.audit import app as audit_app
+from privacy_ci.cli.serve import serve
+from privacy_ci.cli.store import app as store_app
+from privacy_ci.cli.tokens import app as token_app
 from privacy_ci.service import verify_token
 from privacy_ci.store import DocumentStore
 

@@ -26,7 +26,7 @@ from fastapi.testclient import TestClient
 
 from privacy_ci.conductor import Corpus, Gate
 from privacy_ci.llm import Completion, GenerationSettings, LLMClient, Message
-from privacy_ci.llm._scripted import TEST_DOUBLE_PROVIDER, ScriptedTestBackend
+from privacy_ci.llm.testing import TEST_DOUBLE_PROVIDER, ScriptedTestBackend
 from privacy_ci.service import ServiceSettings, create_app, issue_token
 from privacy_ci.service._auth import AuthError, TokenCache
 from privacy_ci.service._limits import Rate

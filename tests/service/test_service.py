@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 
 from privacy_ci.conductor import Corpus, Gate
 from privacy_ci.llm import LLMClient
-from privacy_ci.llm._scripted import ScriptedTestBackend
+from privacy_ci.llm.testing import ScriptedTestBackend
 from privacy_ci.service import ServiceSettings, create_app, issue_token
 from privacy_ci.store import DocumentStore
 

@@ -11,13 +11,14 @@ from typer.testing import CliRunner
 
 from privacy_ci.conductor import Corpus
 from privacy_ci.store import (
+    AuditEntry,
     AuditRecord,
     DocumentStore,
     StoreError,
     decide_batch_for,
     retrieve_for,
 )
-from privacy_ci.store._audit import HASHED, chain_hash, content_hash
+from privacy_ci.store._audit import COLUMNS, ENTRY_COLUMNS, HASHED, chain_hash, content_hash
 from tests.store.backends import drop_audit_guards
 
 
@@ -27,6 +28,18 @@ def _fill(store: DocumentStore, n_requests: int = 4) -> list[AuditRecord]:
         retrieve_for(store, requester, f"lab report blood {i}", k=2)
     decide_batch_for(store, requester, ["RMC-LAB-001", "RMC-MHA-001", "RMC-SAL-001"])
     return store.audit.records()
+
+
+def test_record_holds_its_entry_and_reads_flat(riverside: DocumentStore) -> None:
+    records = _fill(riverside, 1)
+    record = records[1]
+    assert isinstance(record.entry, AuditEntry)
+    for name in ENTRY_COLUMNS:
+        assert getattr(record, name) == getattr(record.entry, name)
+    flat = record.as_dict()
+    assert tuple(flat) == COLUMNS and tuple(flat.values()) == record.row()
+    assert AuditRecord.from_row(record.row()) == record
+    assert AuditRecord.seal(record.seq, record.at, record.entry, record.prev_hash) == record
 
 
 def test_every_decision_is_logged_without_content(riverside: DocumentStore, corpus: Corpus) -> None:
@@ -122,7 +135,6 @@ def test_well_forged_insertion_is_found_at_the_next_record(riverside: DocumentSt
     db.execute("UPDATE audit SET seq = -(seq + 1) WHERE seq >= 4")
     db.execute("UPDATE audit SET seq = -seq WHERE seq < 0")
     entry = records[3]
-    from privacy_ci.store import AuditEntry
 
     forged = AuditRecord.seal(
         4,
@@ -157,7 +169,7 @@ def test_expected_head_anchors_the_tail(riverside: DocumentStore) -> None:
 def test_audit_cli(riverside: DocumentStore) -> None:
     import typer
 
-    from privacy_ci.cli.serve import audit_app
+    from privacy_ci.cli.audit import app as audit_app
 
     _fill(riverside, 2)
     app = typer.Typer()
@@ -349,7 +361,7 @@ def test_empty_log_without_head_verifies(empty_store: DocumentStore) -> None:
 def test_audit_cli_reports_tampering_without_a_traceback(riverside: DocumentStore) -> None:
     import typer
 
-    from privacy_ci.cli.serve import audit_app
+    from privacy_ci.cli.audit import app as audit_app
 
     _fill(riverside, 2)
     app = typer.Typer()

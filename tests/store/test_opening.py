@@ -13,7 +13,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from privacy_ci.cli.serve import audit_app, store_app
+from privacy_ci.cli.audit import app as audit_app
+from privacy_ci.cli.store import app as store_app
 from privacy_ci.conductor import Corpus
 from privacy_ci.store import DocumentStore, StoreError
 from privacy_ci.store._sql import Database

@@ -18,7 +18,7 @@ from privacy_ci.conductor import Corpus, Label
 from privacy_ci.store import (
     BM25Ranker,
     DocumentStore,
-    RetrievalResult,
+    GatedRetrieval,
     load_corpus_into,
     retrieve_for,
     tokenize,
@@ -88,7 +88,7 @@ def _secret_documents(corpus: Corpus, queries: list[str]) -> list[tuple[Label, s
     return secrets
 
 
-def _fingerprint(result: RetrievalResult) -> list[Any]:
+def _fingerprint(result: GatedRetrieval) -> list[Any]:
     return [
         [(d.doc_id, d.score, d.label_version, d.content) for d in result.admitted],
         [(f.doc_id, f.score, f.decision) for f in result.decisions],
@@ -140,7 +140,7 @@ def test_unauthorized_documents_do_not_move_rankings(pair: Any, corpus: Corpus) 
 
 def test_control_a_global_index_would_leak(corpus: Corpus) -> None:
     """The same query scored with the secret in the index statistics: scores change."""
-    from privacy_ci.conductor._content import render_document
+    from privacy_ci.conductor import render_document
 
     terms = {
         label.doc_id: tuple(tokenize(render_document(label, corpus))) for label in corpus.labels

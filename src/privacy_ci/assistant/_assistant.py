@@ -1,7 +1,7 @@
 """`Assistant`: answers a question from the admitted documents only, citing their ids.
 
 The assistant sits outside the trust boundary (paper, Fig. 1 and principle 3):
-it holds no store, no credentials and no labels. It is handed a `RetrievalResult`
+it holds no store, no credentials and no labels. It is handed a `GatedRetrieval`
 that the retrieval path produced for a verified requester, and it sees only the
 admitted documents in it. It cannot disclose a record it was never given.
 
@@ -20,7 +20,7 @@ from enum import StrEnum
 from typing import Any
 
 from privacy_ci.llm import GenerationSettings, LLMClient, Message, system, user
-from privacy_ci.store import RetrievalResult
+from privacy_ci.store import GatedRetrieval
 
 SYSTEM_PROMPT = (
     "You answer questions for a staff member of an organisation, using ONLY the documents"
@@ -160,7 +160,7 @@ class Assistant:
             self._client = make_client()
         return self._client
 
-    def messages(self, question: str, retrieval: RetrievalResult) -> list[Message]:
+    def messages(self, question: str, retrieval: GatedRetrieval) -> list[Message]:
         """The prompt: the admitted documents labelled by id, the denial note, the question."""
         parts = ["Documents:"]
         budget = self.max_context_chars
@@ -187,7 +187,7 @@ class Assistant:
         )
         return [system(SYSTEM_PROMPT), user("\n\n".join(parts))]
 
-    async def answer(self, question: str, retrieval: RetrievalResult) -> Answer:
+    async def answer(self, question: str, retrieval: GatedRetrieval) -> Answer:
         """Ask the model; parse and filter its citations.
 
         With no admitted document the model is not called: the answer says so.
@@ -230,6 +230,6 @@ class Assistant:
             **base,
         )
 
-    def answer_sync(self, question: str, retrieval: RetrievalResult) -> Answer:
+    def answer_sync(self, question: str, retrieval: GatedRetrieval) -> Answer:
         """`answer` for synchronous callers (runs its own event loop)."""
         return asyncio.run(self.answer(question, retrieval))

@@ -5,7 +5,7 @@
   (``goldcoin-{real,synthetic,val}-{applicability,compliance}``), and PrivaCI-Bench
   (``privaci-{hipaa,gdpr,ai_act,aclu}``).
 * `Case`: one narrative with CI fields, a `privacy_ci.ci.Verdict` label, gold ids
-  as written and the tree nodes they resolve to; `Case.flow()` gives a `Flow`.
+  as written and the tree nodes they resolve to; `Case.flow` is its `privacy_ci.ci.Flow`.
 * `Dataset`: the cases plus their `Protocol` (task, label set, inclusion rule,
   gold field, source file and sha256) and a `DatasetReport`; ``label_counts``,
   ``applicable`` and deterministic stratified ``sample``.
@@ -39,7 +39,6 @@ from privacy_ci.cases._loaders import (
     DATASET_NAMES,
     LABEL_SPELLINGS,
     UnknownDataset,
-    is_placeholder_value,
     list_datasets,
     load_dataset,
     parse_label,
@@ -65,7 +64,6 @@ __all__ = [
     "UnresolvedGold",
     "clear_tree_cache",
     "gold_resolver",
-    "is_placeholder_value",
     "list_datasets",
     "load_dataset",
     "parse_article_mention",

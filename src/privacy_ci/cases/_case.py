@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from privacy_ci.ci import Flow, Party, TransmissionPrinciple, Verdict
+from privacy_ci.ci import FIELDS, Flow, Verdict
 
 __all__ = [
     "CI_FIELDS",
@@ -34,27 +34,18 @@ __all__ = [
 VERDICT_ORDER: tuple[Verdict, ...] = (Verdict.PERMIT, Verdict.PROHIBIT, Verdict.NOT_APPLICABLE)
 """The order labels are listed in (counts, reports)."""
 
-CI_FIELDS: tuple[str, ...] = (
-    "sender",
-    "sender_role",
-    "recipient",
-    "recipient_role",
-    "subject",
-    "subject_role",
-    "information_type",
-    "purpose",
-    "consent_form",
-)
-"""The CI fields of a `Case`, in order."""
+CI_FIELDS: tuple[str, ...] = FIELDS
+"""The CI fields of a case file, in order (`privacy_ci.ci.FIELDS`)."""
 
 
 @dataclass(frozen=True)
 class Case:
     """One evaluation case.
 
-    CI fields are strings or None: list values are joined with ``"; "`` and
-    placeholders (``None``, ``null``, ``N/A``, ``""``, ``None specified``, ...) become
-    None (the raw value is kept in ``extra["placeholders"]``).
+    Its CI fields are a `Flow` (values are strings or None: list values are joined
+    with ``"; "`` and placeholders such as ``None``, ``null``, ``N/A``, ``""``,
+    ``None specified`` become None; the raw value is kept in
+    ``extra["placeholders"]``).
 
     Args:
         id: stable id, ``<dataset prefix>-<row>``, e.g. ``goldcoin-real-0007`` (row
@@ -62,15 +53,8 @@ class Case:
         dataset: the dataset name, e.g. ``real``.
         regulation: ``hipaa``, ``gdpr``, ``ai_act`` or ``aclu``.
         text: the case narrative.
-        sender: who sends (a name, or the role when the file has only roles).
-        sender_role: the sender's role.
-        recipient: who receives.
-        recipient_role: the recipient's role.
-        subject: whom the information is about.
-        subject_role: the subject's role.
-        information_type: what information moves.
-        purpose: why.
-        consent_form: consent or authorization, if any.
+        flow: sender, recipient and subject (name and role), information type,
+            purpose and consent form, as the case file gives them.
         label: the gold verdict.
         gold_ids: the gold regulation ids as written in the file (placeholders removed).
         gold_nodes: the tree node ids they resolve to (empty when not resolved);
@@ -82,15 +66,7 @@ class Case:
     dataset: str
     regulation: str
     text: str
-    sender: str | None
-    sender_role: str | None
-    recipient: str | None
-    recipient_role: str | None
-    subject: str | None
-    subject_role: str | None
-    information_type: str | None
-    purpose: str | None
-    consent_form: str | None
+    flow: Flow
     label: Verdict
     gold_ids: tuple[str, ...] = ()
     gold_nodes: tuple[str, ...] = ()
@@ -101,25 +77,12 @@ class Case:
         """Whether the regulation applies (the label is not NOT_APPLICABLE)."""
         return self.label is not Verdict.NOT_APPLICABLE
 
-    def flow(self) -> Flow:
-        """The case's information flow as CI parameters.
-
-        Returns:
-            A `Flow`; missing fields are empty strings.
-        """
-        return Flow(
-            sender=Party(self.sender or "", self.sender_role or ""),
-            recipient=Party(self.recipient or "", self.recipient_role or ""),
-            subject=Party(self.subject or "", self.subject_role or ""),
-            information_type=self.information_type or "",
-            principle=TransmissionPrinciple(self.purpose or "", self.consent_form or ""),
-        )
-
     def to_dict(self) -> dict[str, Any]:
         """The case as JSON-ready values.
 
         Returns:
-            A dict with every field; the label as its string value.
+            A dict with every field, the flow's as flat `CI_FIELDS`; the label as its
+            string value.
         """
         out: dict[str, Any] = {
             "id": self.id,
@@ -128,8 +91,7 @@ class Case:
             "label": self.label.value,
             "text": self.text,
         }
-        for name in CI_FIELDS:
-            out[name] = getattr(self, name)
+        out.update(self.flow.fields())
         out["gold_ids"] = list(self.gold_ids)
         out["gold_nodes"] = list(self.gold_nodes)
         out["extra"] = dict(self.extra)

@@ -28,8 +28,6 @@ import csv
 import hashlib
 import io
 import json
-import re
-import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,14 +46,14 @@ from privacy_ci.cases._case import (
     UnresolvedGold,
 )
 from privacy_ci.cases._gold import GoldKind, GoldResolver, gold_resolver
-from privacy_ci.ci import Verdict
+from privacy_ci.ci import FIELDS, Flow, Verdict, is_placeholder
 from privacy_ci.errors import DataMissingError, PrivacyCIError, ValidationFailed
+from privacy_ci.regulations import RegulationSpec, regulations
 
 __all__ = [
     "DATASET_NAMES",
     "LABEL_SPELLINGS",
     "UnknownDataset",
-    "is_placeholder_value",
     "list_datasets",
     "load_dataset",
     "parse_label",
@@ -99,39 +97,6 @@ def parse_label(value: object) -> Verdict | None:
 # ---------------------------------------------------------------------------------
 # placeholders
 # ---------------------------------------------------------------------------------
-_PLACEHOLDER = re.compile(
-    r"(none|null|nil|nan|n/?a|unknown|unspecified|none specified|not specified|"
-    r"not mentioned|not applicable|not sure|\*\*none\*\*)\W*"
-)
-"""The shared vocabulary's placeholders (`privacy_ci.knowledge.is_placeholder`)."""
-
-_PLACEHOLDER_CASES = re.compile(
-    r"(?:none|n/a|not applicable)\s*\([^()]*\)"
-    r"|(?:none|not)(?: explicitly| clearly| directly)?"
-    r" (?:stated|provided|mentioned|given|indicated|specified|disclosed)(?: explicitly)?"
-    r"(?: in (?:the )?(?:case|given information|provided text|context of the case))?"
-)
-"""Placeholders of the case files on top of those: ``None stated``, ``None provided``,
-``N/A (not relevant to the case)``, ``None (Consent not explicitly mentioned)``."""
-
-
-def is_placeholder_value(value: str) -> bool:
-    """Whether a case-file value means "no value".
-
-    Args:
-        value: the raw string, e.g. ``None``, ``null``, ``N/A ``, ``None specified``,
-            ``**None**``, ``None (Consent not explicitly mentioned)``, ``""``.
-
-    Returns:
-        True for placeholders. Values that say more (``None, Law enforcement``,
-        ``Not explicitly stated, but implied consent ...``) are not placeholders.
-    """
-    text = " ".join(unicodedata.normalize("NFKC", value).split()).lower()
-    while text and text[-1] in ";.,:":
-        text = text[:-1].rstrip()
-    return not text or bool(_PLACEHOLDER.fullmatch(text) or _PLACEHOLDER_CASES.fullmatch(text))
-
-
 # ---------------------------------------------------------------------------------
 # the dataset table
 # ---------------------------------------------------------------------------------
@@ -218,14 +183,21 @@ def _gc_csv(name: str, file: str, task: Task, what: str, gold: str, paper: str) 
     )
 
 
-def _pb(regulation: str, task: Task, labels: tuple[Verdict, ...], what: str, paper: str) -> _Spec:
+def _pb(
+    regulation: str,
+    task: Task,
+    labels: tuple[Verdict, ...],
+    what: str,
+    paper: str,
+    source: str | None = None,
+) -> _Spec:
     return _Spec(
         name=f"privaci-{regulation}",
         description=what,
         regulation=regulation,
         task=task,
         labels=labels,
-        source=f"{_PB}{regulation}.jsonl",
+        source=source or f"{_PB}{regulation}.jsonl",
         fmt="privaci-jsonl",
         id_prefix=f"privaci-{regulation}",
         label_field="norm_type",
@@ -236,7 +208,18 @@ def _pb(regulation: str, task: Task, labels: tuple[Verdict, ...], what: str, pap
     )
 
 
-_SPECS: dict[str, _Spec] = {
+def _registered(spec: RegulationSpec) -> _Spec | None:
+    """The ``privaci-<key>`` dataset of a registered regulation's case file."""
+    cases = spec.cases
+    if cases is None:
+        return None
+    task = Task(cases.task)
+    labels = _BINARY if task is Task.COMPLIANCE else _THREE
+    return _pb(spec.key, task, labels, cases.description, cases.paper, cases.file)
+
+
+# The GoldCoin files (HIPAA); each registered regulation's case file follows, then ACLU.
+_GOLDCOIN: dict[str, _Spec] = {
     s.name: s
     for s in (
         _gc_json(
@@ -299,39 +282,26 @@ _SPECS: dict[str, _Spec] = {
             "generate_regulation_ids",
             "GoldCoin compliance task",
         ),
-        _pb(
-            "hipaa",
-            Task.THREE_WAY,
-            _THREE,
-            "PrivaCI-Bench HIPAA, 214 court-case flows (same cases as real), three-way",
-            "Privacy Conductor section V-G (external policy authority)",
-        ),
-        _pb(
-            "gdpr",
-            Task.COMPLIANCE,
-            _BINARY,
-            "PrivaCI-Bench GDPR, 3137 enforcement-decision flows, permit vs prohibit",
-            "PrivaCI-Bench",
-        ),
-        _pb(
-            "ai_act",
-            Task.THREE_WAY,
-            _THREE,
-            "PrivaCI-Bench EU AI Act, 3000 generated flows, three-way",
-            "PrivaCI-Bench",
-        ),
-        _pb(
-            "aclu",
-            Task.COMPLIANCE,
-            _BINARY,
-            "PrivaCI-Bench ACLU, 69 civil-liberties flows, permit vs prohibit (no tree)",
-            "PrivaCI-Bench",
-        ),
     )
 }
+_ACLU = _pb(
+    "aclu",
+    Task.COMPLIANCE,
+    _BINARY,
+    "PrivaCI-Bench ACLU, 69 civil-liberties flows, permit vs prohibit (no tree)",
+    "PrivaCI-Bench",
+)
 
-DATASET_NAMES: tuple[str, ...] = tuple(_SPECS)
-"""The names `load_dataset` accepts."""
+
+def _specs() -> dict[str, _Spec]:
+    """Every dataset, the registered regulations' read from the registry now."""
+    registered = [x for x in map(_registered, regulations()) if x is not None]
+    return {s.name: s for s in (*_GOLDCOIN.values(), *registered, _ACLU)}
+
+
+DATASET_NAMES: tuple[str, ...] = tuple(_specs())
+"""The names `load_dataset` accepts (as imported; `list_datasets` adds regulations
+registered since)."""
 
 
 def list_datasets() -> dict[str, str]:
@@ -340,7 +310,7 @@ def list_datasets() -> dict[str, str]:
     Returns:
         name -> description, in a fixed order.
     """
-    return {name: spec.description for name, spec in _SPECS.items()}
+    return {name: spec.description for name, spec in _specs().items()}
 
 
 # ---------------------------------------------------------------------------------
@@ -540,15 +510,7 @@ def _read_goldcoin_csv(text: str, spec: _Spec, problems: _Problems) -> tuple[lis
 
 _PB_FIELDS = (
     "norm_type",
-    "sender",
-    "sender_role",
-    "recipient",
-    "recipient_role",
-    "subject",
-    "subject_role",
-    "information_type",
-    "consent_form",
-    "purpose",
+    *FIELDS,
     "followed_articles",
     "violated_articles",
     "case_content",
@@ -624,7 +586,7 @@ def _normalise(
         raw_kept[name] = None
         return None
     if isinstance(value, str):
-        if is_placeholder_value(value):
+        if is_placeholder(value):
             report.placeholders[(name, value)] += 1
             raw_kept[name] = value
             return None
@@ -633,7 +595,7 @@ def _normalise(
         items: list[str] = []
         dropped = False
         for item in value:
-            if item is None or (isinstance(item, str) and is_placeholder_value(item)):
+            if item is None or (isinstance(item, str) and is_placeholder(item)):
                 report.placeholders[(name, "null" if item is None else item)] += 1
                 dropped = True
                 continue
@@ -658,7 +620,7 @@ def _gold_ids(
         return None
     out: list[str] = []
     for item in value:
-        if item is None or (isinstance(item, str) and is_placeholder_value(item)):
+        if item is None or (isinstance(item, str) and is_placeholder(item)):
             report.placeholders[("gold_ids", "null" if item is None else item)] += 1
             continue
         if not isinstance(item, str):
@@ -730,7 +692,7 @@ def _build_cases(
                 gold_ids=gold,
                 gold_nodes=tuple(nodes),
                 extra=extra,
-                **values,
+                flow=Flow.of(values, clean=False),  # validated and normalised above
             )
         )
     return cases
@@ -775,11 +737,10 @@ def load_dataset(
         ValidationFailed: the file is malformed (every problem listed, with file and
             row or line); nothing is returned.
     """
-    spec = _SPECS.get(name)
+    specs = _specs()
+    spec = specs.get(name)
     if spec is None:
-        raise UnknownDataset(
-            f"unknown dataset {name!r}; known datasets: {', '.join(DATASET_NAMES)}"
-        )
+        raise UnknownDataset(f"unknown dataset {name!r}; known datasets: {', '.join(specs)}")
     if data_dir is None:
         from privacy_ci.data import data_dir as default_data_dir
 

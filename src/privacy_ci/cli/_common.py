@@ -17,7 +17,15 @@ from rich.markup import escape as _rich_escape
 console = Console(width=None if sys.stdout.isatty() else 120, emoji=False)
 err_console = Console(stderr=True, emoji=False)
 
-__all__ = ["console", "err_console", "escape", "print_json", "run_with_errors", "user_errors"]
+__all__ = [
+    "console",
+    "err_console",
+    "escape",
+    "method_spec",
+    "print_json",
+    "run_with_errors",
+    "user_errors",
+]
 
 T = TypeVar("T")
 
@@ -60,3 +68,21 @@ def print_json(payload: Any) -> None:
 def run_with_errors(fn: Callable[[], T]) -> T:
     with user_errors():
         return fn()
+
+
+def method_spec(method: str, retriever: str | None) -> Any:
+    """The registered judging method named `method` (a `MethodSpec`).
+
+    Raises:
+        PrivacyCIError: unknown method, or a ``--retriever`` for a method that
+            retrieves nothing.
+    """
+    from privacy_ci.errors import PrivacyCIError
+    from privacy_ci.judging import METHODS
+
+    spec = METHODS.get(method)
+    if spec is None:
+        raise PrivacyCIError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
+    if retriever is not None and spec.retriever_option is None:
+        raise PrivacyCIError(f"--retriever: method {method!r} retrieves no regulations")
+    return spec

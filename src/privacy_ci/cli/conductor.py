@@ -122,7 +122,7 @@ def render_flow_table(data: dict[str, Any], corpus: Corpus) -> None:
 def _flow_payload(
     corpus: Corpus, requester: Requester, label: Label, decision: Decision, flow_class: FlowClass
 ) -> dict[str, Any]:
-    from privacy_ci.conductor._analysis import describe_flow
+    from privacy_ci.conductor import describe_flow
 
     return {
         "agent": requester.id,
@@ -289,13 +289,11 @@ def show(
     corpus_dir: Path | None = CorpusOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Print a document's label and its text (generated from the label)."""
+    """Print a document's label and its text (from the corpus's content: templates or files)."""
     with user_errors():
-        from privacy_ci.conductor._content import render_document
-
         corpus = _load(corpus_dir)
         label = corpus.label(doc)
-        text = render_document(label, corpus)
+        text = corpus.content(doc)
         if as_json:
             print_json({"label": label.model_dump(mode="json"), "content": text})
             return
@@ -311,17 +309,14 @@ def documents(
     corpus_dir: Path | None = CorpusOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Write every document's text (generated deterministically from its label)."""
+    """Write every document's text (from the corpus's content: templates or files)."""
     with user_errors():
-        from privacy_ci.conductor._content import (
-            corpus_digest,
-            render_corpus,
-            write_corpus_documents,
-        )
+        from privacy_ci.conductor import corpus_digest, render_corpus, write_documents
 
         corpus = _load(corpus_dir)
-        paths = write_corpus_documents(corpus, out)
-        digest = corpus_digest(render_corpus(corpus))
+        texts = render_corpus(corpus)
+        paths = write_documents(texts, out)
+        digest = corpus_digest(texts)
         if as_json:
             print_json({"folder": str(out), "documents": len(paths), "sha256": digest})
         else:

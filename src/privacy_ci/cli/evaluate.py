@@ -21,7 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from privacy_ci.cli._common import console, err_console, escape, print_json, user_errors
+from privacy_ci.cli._common import (
+    console,
+    err_console,
+    escape,
+    method_spec,
+    print_json,
+    user_errors,
+)
 from privacy_ci.cli.llm import (
     BaseUrlOpt,
     ConfigOpt,
@@ -142,7 +149,7 @@ def eval_command(
         ...,
         "--method",
         "-m",
-        help="dp | cot-auto | cot-manual | agent-id | bm25-content | ci-es-content | flow-judge.",
+        help="A judging method (privacy-ci methods lists them).",
     ),
     dataset: str = typer.Option(
         "real", "--dataset", "-d", help="A dataset name (`privacy-ci data` lists them)."
@@ -163,7 +170,9 @@ def eval_command(
         None, "--k", help="Regulations retrieved and filtered (default 5)."
     ),
     retriever: str | None = typer.Option(
-        None, "--retriever", help="BM25-content retriever: bm25-paper (default) | bm25-plus."
+        None,
+        "--retriever",
+        help="The retriever of a method that retrieves (privacy-ci methods lists them).",
     ),
     constrain: bool | None = typer.Option(
         None,
@@ -186,17 +195,20 @@ def eval_command(
         from privacy_ci.cases import load_dataset
         from privacy_ci.errors import PrivacyCIError
         from privacy_ci.evaluation import run_eval
-        from privacy_ci.judging import METHODS, JudgeConfig
+        from privacy_ci.judging import JudgeConfig
         from privacy_ci.llm import load_llm_config, make_client
 
-        if method not in METHODS:
-            raise PrivacyCIError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
+        spec = method_spec(method, retriever)
         if concurrency < 1:
             raise PrivacyCIError("--concurrency must be at least 1")
         if limit is not None and limit < 1:
             raise PrivacyCIError("--limit must be at least 1")
         data = load_dataset(dataset)
-        changes: dict[str, Any] = {"k": k, "retriever": retriever, "constrain": constrain}
+        changes: dict[str, Any] = {
+            "k": k,
+            spec.retriever_option or "retriever": retriever,
+            "constrain": constrain,
+        }
         judge_config = JudgeConfig(**{n: v for n, v in changes.items() if v is not None})
         config = load_llm_config(
             llm_overrides(
@@ -206,7 +218,7 @@ def eval_command(
         )
         settings = config.generation_settings()
         kb = None
-        if METHODS[method].needs_kb:
+        if spec.needs_kb:
             from privacy_ci.knowledge import load_knowledge_base
 
             try:
@@ -236,7 +248,7 @@ def eval_command(
                     client=client,
                     settings=settings,
                     judge_config=judge_config,
-                    prompts=METHODS[method].prompts,
+                    prompts=spec.prompts,
                     knowledge_base=None if kb is None else kb.tree.content_hash(),
                     retry_errors=retry_errors,
                     extra={"llm_config": llm_facts},

@@ -22,7 +22,14 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from privacy_ci.cli._common import console, err_console, escape, print_json, user_errors
+from privacy_ci.cli._common import (
+    console,
+    err_console,
+    escape,
+    method_spec,
+    print_json,
+    user_errors,
+)
 from privacy_ci.cli.llm import (
     BaseUrlOpt,
     ConfigOpt,
@@ -38,20 +45,9 @@ if TYPE_CHECKING:
     from privacy_ci.judging import Event, Judgment, Pipeline
 
 _TEXT_KEYS = ("text", "case_content", "context", "event")
-_CI_KEYS = (
-    "sender_role",
-    "recipient_role",
-    "subject_role",
-    "information_type",
-    "purpose",
-    "consent_form",
-)
 _IGNORED_KEYS = (
     "dataset",
     "regulation",
-    "sender",
-    "recipient",
-    "subject",
     "label",
     "gold_ids",
     "gold_nodes",
@@ -89,6 +85,7 @@ def load_case_file(path: Path, text: str | None = None) -> Event:
         PrivacyCIError: one message naming the file and what is wrong.
     """
     from privacy_ci._structured import DuplicateKeyError, load_json
+    from privacy_ci.ci import FIELDS, Flow
     from privacy_ci.errors import PrivacyCIError
     from privacy_ci.judging import Event
 
@@ -109,12 +106,12 @@ def load_case_file(path: Path, text: str | None = None) -> Event:
             f"--case {path}: expected a JSON object with the case fields, "
             f"got a {type(data).__name__}"
         )
-    allowed = {*_TEXT_KEYS, *_CI_KEYS, *_IGNORED_KEYS, "id"}
+    allowed = {*_TEXT_KEYS, *FIELDS, *_IGNORED_KEYS, "id"}
     unknown = sorted(set(data) - allowed)
     if unknown:
         raise PrivacyCIError(
             f"--case {path}: unknown field(s) {', '.join(unknown)}; expected "
-            f"{', '.join(('text', 'id', *_CI_KEYS))}"
+            f"{', '.join(('text', 'id', *FIELDS))}"
         )
     file_text = next(
         (_field(path, k, data[k]) for k in _TEXT_KEYS if data.get(k) is not None), None
@@ -127,8 +124,8 @@ def load_case_file(path: Path, text: str | None = None) -> Event:
     case_id = data.get("id")
     if case_id is not None and not isinstance(case_id, str | int):
         raise PrivacyCIError(f"--case {path}: field 'id' must be a string")
-    ci = {k: _field(path, k, data.get(k)) for k in _CI_KEYS}
-    return Event(text=event_text, id="" if case_id is None else str(case_id), **ci)
+    flow = Flow.of({k: _field(path, k, data.get(k)) for k in FIELDS})
+    return Event(text=event_text, id="" if case_id is None else str(case_id), flow=flow)
 
 
 def _render(judgment: Judgment, pipeline: Pipeline, elapsed: float) -> None:
@@ -188,7 +185,7 @@ def judge(
         "bm25-content",
         "--method",
         "-m",
-        help="dp | cot-auto | cot-manual | agent-id | bm25-content | ci-es-content | flow-judge.",
+        help="A judging method (privacy-ci methods lists them).",
     ),
     provider: str | None = ProviderOpt,
     model: str | None = ModelOpt,
@@ -199,8 +196,8 @@ def judge(
     retriever: str | None = typer.Option(
         None,
         "--retriever",
-        help="The retriever of bm25-content (default bm25-paper) or ci-es-content "
-        "(default roles): bm25-paper | bm25-plus | dense | roles | hybrid.",
+        help="The retriever of a method that retrieves (bm25-content: default bm25-paper;"
+        " ci-es-content: default roles); privacy-ci methods lists them.",
     ),
     constrain: bool | None = typer.Option(
         None,
@@ -221,11 +218,10 @@ def judge(
         import time
 
         from privacy_ci.errors import PrivacyCIError
-        from privacy_ci.judging import METHODS, Event, JudgeConfig, build_method
+        from privacy_ci.judging import Event, JudgeConfig, build_method
         from privacy_ci.llm import load_llm_config, make_client
 
-        if method not in METHODS:
-            raise PrivacyCIError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
+        spec = method_spec(method, retriever)
         if case is not None:
             event = load_case_file(case, event_text)
         elif event_text and event_text.strip():
@@ -234,7 +230,7 @@ def judge(
             raise PrivacyCIError("give the EVENT TEXT to judge, or a --case file")
         changes: dict[str, Any] = {
             "k": k,
-            "ci_retriever" if method == "ci-es-content" else "retriever": retriever,
+            spec.retriever_option or "retriever": retriever,
             "constrain": constrain,
             "reference_chars": reference_chars,
         }
@@ -277,9 +273,9 @@ def judge(
                 ],
                 "config": {
                     "k": judge_config.k,
-                    "retriever": judge_config.ci_retriever
-                    if method == "ci-es-content"
-                    else judge_config.retriever,
+                    "retriever": getattr(judge_config, spec.retriever_option)
+                    if spec.retriever_option
+                    else None,
                     "constrained": pipeline.context.constrained,
                     "reference_chars": judge_config.reference_chars,
                 },
@@ -291,3 +287,47 @@ def judge(
             _render(judgment, pipeline, elapsed)
         if judgment.error:
             raise typer.Exit(1)
+
+
+def methods_command(
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """List the judging methods and the retrievers (their registries)."""
+    with user_errors():
+        from rich.table import Table
+
+        from privacy_ci.judging import METHODS
+        from privacy_ci.retrieval import RETRIEVERS
+
+        methods: list[dict[str, Any]] = [
+            {
+                "name": m.name,
+                "title": m.title,
+                "steps": list(m.steps),
+                "prompts": list(m.prompts),
+                "needs_kb": m.needs_kb,
+                "retriever_option": m.retriever_option,
+            }
+            for m in METHODS.values()
+        ]
+        retrievers = [
+            {"name": r.name, "description": r.description, "default": r.compared_by_default}
+            for r in RETRIEVERS.values()
+        ]
+        if as_json:
+            print_json({"methods": methods, "retrievers": retrievers})
+            return
+        table = Table(
+            title="judging methods (privacy-ci judge/eval --method)", title_justify="left"
+        )
+        for col in ("method", "what", "steps"):
+            table.add_column(col)
+        for m in methods:
+            table.add_row(escape(m["name"]), escape(m["title"]), escape(" -> ".join(m["steps"])))
+        console.print(table)
+        table = Table(title="retrievers (--retriever)", title_justify="left")
+        for col in ("retriever", "what"):
+            table.add_column(col)
+        for r in retrievers:
+            table.add_row(escape(r["name"]), escape(r["description"]))
+        console.print(table)

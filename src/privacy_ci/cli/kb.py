@@ -1,4 +1,5 @@
-"""`privacy-ci kb ...`: the Privacy Checklist knowledge base (HIPAA, GDPR, EU AI Act)."""
+"""`privacy-ci kb ...`: the Privacy Checklist knowledge base of every registered regulation
+(built in: HIPAA, GDPR, EU AI Act; see `privacy_ci.regulations.register_regulation`)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,15 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-REGULATIONS = ("hipaa", "gdpr", "ai_act")
-RegOpt = typer.Option("hipaa", "--regulation", "-r", help="hipaa | gdpr | ai_act")
+# Help text names the built-in regulations without importing the registry (a fast
+# --help); the commands accept every regulation registered when they run.
+RegOpt = typer.Option(
+    "hipaa",
+    "--regulation",
+    "-r",
+    help="A registered regulation: hipaa | gdpr | ai_act, or one added to the registry "
+    "(`privacy-ci kb regulations` lists them).",
+)
 JsonOpt = typer.Option(False, "--json", help="Print JSON.")
 
 
@@ -31,12 +39,12 @@ TreeOpt = typer.Option(
 def _kb(regulation: str, tree: str = "ecfr") -> KnowledgeBase:
     from privacy_ci.errors import PrivacyCIError
     from privacy_ci.knowledge import load_knowledge_base
+    from privacy_ci.regulations import get_regulation
 
-    if regulation not in REGULATIONS:
-        raise PrivacyCIError(f"unknown regulation {regulation!r}; expected one of {REGULATIONS}")
+    spec = get_regulation(regulation)  # an unknown key raises UnknownRegulation
     if tree not in ("ecfr", "published"):
         raise PrivacyCIError(f"--tree must be ecfr or published, not {tree!r}")
-    return load_knowledge_base(regulation, hipaa_tree=tree)
+    return load_knowledge_base(spec.key, hipaa_tree=tree)
 
 
 def _resolve_node(kb: KnowledgeBase, node_id: str) -> str:
@@ -51,10 +59,52 @@ def _resolve_node(kb: KnowledgeBase, node_id: str) -> str:
     return resolved
 
 
+@app.command("regulations")
+def list_regulations(as_json: bool = JsonOpt) -> None:
+    """The registered regulations: key, name, id syntax, files and datasets."""
+    with user_errors():
+        from privacy_ci.regulations import regulations
+
+        rows: dict[str, Any] = {
+            spec.key: {
+                "name": spec.name,
+                "root": spec.root,
+                "ids": spec.ids.value,
+                "trees": list(spec.tree_variants),
+                "files": spec.kb_files(),
+                "datasets": list(spec.eval_datasets),
+            }
+            for spec in regulations()
+        }
+        if as_json:
+            print_json(rows)
+            return
+        from rich.table import Table
+
+        t = Table(title="Registered regulations", title_justify="left")
+        for col in ("key", "name", "ids", "tree", "norms", "datasets"):
+            t.add_column(col)
+        for key, row in rows.items():
+            t.add_row(
+                *(
+                    escape(cell)
+                    for cell in (
+                        key,
+                        row["name"],
+                        row["ids"],
+                        row["files"]["tree"],
+                        row["files"]["norms"],
+                        ", ".join(row["datasets"]) or "-",
+                    )
+                )
+            )
+        console.print(t)
+
+
 @app.command()
 def stats(
     regulation: str | None = typer.Option(
-        None, "--regulation", "-r", help="One regulation (default: all three)."
+        None, "--regulation", "-r", help="One regulation (default: every registered one)."
     ),
     tree: str = TreeOpt,
     as_json: bool = JsonOpt,
@@ -62,8 +112,9 @@ def stats(
     """Counts of each knowledge base beside the paper's section 3.4 figures."""
     with user_errors():
         from privacy_ci.knowledge import PAPER_STATS, PAPER_STATS_NOTES
+        from privacy_ci.regulations import regulation_keys
 
-        regs = [regulation] if regulation else list(REGULATIONS)
+        regs = [regulation] if regulation else list(regulation_keys())
         out: dict[str, Any] = {}
         for reg in regs:
             kb = _kb(reg, tree)
@@ -173,18 +224,12 @@ def show(
         if norm is None:
             console.print("[dim]no CI annotation on this node[/]")
         else:
+            from privacy_ci.ci import FIELDS
+
             console.print("[bold]CI annotation[/]")
             for key in (
                 "norm_type",
-                "sender",
-                "sender_role",
-                "recipient",
-                "recipient_role",
-                "subject",
-                "subject_role",
-                "information_type",
-                "purpose",
-                "consent_form",
+                *FIELDS,
                 "sender_is_subject",
                 "recipient_is_subject",
             ):
@@ -239,13 +284,15 @@ SemanticOpt = typer.Option(
 )
 
 
-def _taxonomy(kind: str, term: str, as_json: bool, semantic: bool = False) -> None:
+def _taxonomy(
+    kind: str, term: str, as_json: bool, semantic: bool = False, regulation: str = "hipaa"
+) -> None:
     from privacy_ci.errors import PrivacyCIError
 
-    kb = _kb("hipaa")
+    kb = _kb(regulation)
     graph = kb.role_graph if kind == "roles" else kb.attribute_graph
     if graph is None:
-        raise PrivacyCIError(f"the HIPAA knowledge base has no {kind} graph")
+        raise PrivacyCIError(f"the {kb.regulation} knowledge base has no {kind} graph")
     scorer = None
     if semantic:
         from privacy_ci.retrieval import embedding_similarity
@@ -289,22 +336,28 @@ def _taxonomy(kind: str, term: str, as_json: bool, semantic: bool = False) -> No
         console.print(f"no term in the graph resembles {term!r}", markup=False, highlight=False)
 
 
-@app.command()
-def roles(
-    term: str = typer.Argument(...), semantic: bool = SemanticOpt, as_json: bool = JsonOpt
-) -> None:
-    """Which regulation roles a case role (e.g. surgeon) falls under (HIPAA role graph)."""
-    with user_errors():
-        _taxonomy("roles", term, as_json, semantic)
+def _taxonomy_command(kind: str, doc: str) -> None:
+    """Register ``kb roles`` / ``kb attributes``: the same options over the two graphs."""
+
+    def command(
+        term: str = typer.Argument(...),
+        semantic: bool = SemanticOpt,
+        regulation: str = RegOpt,
+        as_json: bool = JsonOpt,
+    ) -> None:
+        with user_errors():
+            _taxonomy(kind, term, as_json, semantic, regulation)
+
+    command.__doc__ = doc
+    app.command(kind)(command)
 
 
-@app.command()
-def attributes(
-    term: str = typer.Argument(...), semantic: bool = SemanticOpt, as_json: bool = JsonOpt
-) -> None:
-    """Which attribute classes an information type (e.g. HIV status) belongs to."""
-    with user_errors():
-        _taxonomy("attributes", term, as_json, semantic)
+_taxonomy_command(
+    "roles", "Which regulation roles a case role (e.g. surgeon) falls under (the role graph)."
+)
+_taxonomy_command(
+    "attributes", "Which attribute classes an information type (e.g. HIV status) belongs to."
+)
 
 
 @app.command()

@@ -9,6 +9,7 @@ import typer
 
 from privacy_ci import __version__
 from privacy_ci.cli import (
+    audit,
     conductor,
     data,
     demo,
@@ -19,6 +20,8 @@ from privacy_ci.cli import (
     llm,
     retrieval,
     serve,
+    store,
+    tokens,
 )
 
 app = typer.Typer(
@@ -36,13 +39,14 @@ app.add_typer(kb.app, name="kb")
 app.add_typer(llm.app, name="llm")
 app.add_typer(llm.cache_app, name="cache")
 app.command(name="serve")(serve.serve)
-app.add_typer(serve.store_app, name="store")
-app.add_typer(serve.audit_app, name="audit")
-app.add_typer(serve.token_app, name="token")
+app.add_typer(store.app, name="store")
+app.add_typer(audit.app, name="audit")
+app.add_typer(tokens.app, name="token")
 app.command(name="demo")(demo.demo)
 app.command(name="retrieve")(retrieval.retrieve_command)
 app.add_typer(retrieval.app, name="retrieval")
 app.command(name="judge")(judge.judge)
+app.command(name="methods")(judge.methods_command)
 app.command(name="eval")(evaluate.eval_command)
 app.command(name="report")(evaluate.report_command)
 

@@ -21,17 +21,22 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-DEFAULT_EVAL = ("bm25-paper", "bm25-plus", "dense", "roles", "hybrid")
-REGULATIONS = ("hipaa", "gdpr", "ai_act")
+# Help text names the built-in regulations without importing the registry (a fast
+# --help); the commands accept every regulation registered when they run.
+_REGULATIONS_HELP = (
+    "A registered regulation: hipaa | gdpr | ai_act, or one added to the registry "
+    "(`privacy-ci kb regulations` lists them)."
+)
+_DATASETS_HELP = (
+    "A dataset judged against a registered regulation: real | synthetic | privaci-<regulation> "
+    "(privaci-hipaa, privaci-gdpr, privaci-ai_act, ...)."
+)
 
 
 def _kb(regulation: str) -> KnowledgeBase:
-    from privacy_ci.errors import PrivacyCIError
     from privacy_ci.knowledge import load_knowledge_base
 
-    if regulation not in REGULATIONS:
-        raise PrivacyCIError(f"unknown regulation {regulation!r}; expected one of {REGULATIONS}")
-    return load_knowledge_base(regulation)
+    return load_knowledge_base(regulation)  # an unknown key raises UnknownRegulation
 
 
 def _build(names: list[str], kb: KnowledgeBase, model: str | None, strict: bool) -> list[Retriever]:
@@ -58,7 +63,7 @@ def eval_command(
         "real",
         "--dataset",
         "-d",
-        help="real | synthetic | privaci-hipaa | privaci-gdpr | privaci-ai_act",
+        help=_DATASETS_HELP,
     ),
     retriever: list[str] = typer.Option(
         [],
@@ -83,7 +88,10 @@ def eval_command(
         regulation = dataset_regulation(dataset)
         if query not in ("text", "ci"):
             raise PrivacyCIError(f"--query must be text or ci, not {query!r}")
-        names = ["bm25-paper", *(r for r in (retriever or DEFAULT_EVAL) if r != "bm25-paper")]
+        from privacy_ci.retrieval import retriever_names
+
+        default = retriever_names(default_only=True)
+        names = ["bm25-paper", *(r for r in (retriever or default) if r != "bm25-paper")]
         names = list(dict.fromkeys(names))
         kb = _kb(regulation)
         cases = load_eval_cases(dataset)
@@ -134,7 +142,7 @@ def _print_table(results: list[RetrievalResult], dataset: str, query: str) -> No
 
 def retrieve_command(
     query: str = typer.Argument(..., help="The case or event text."),
-    regulation: str = typer.Option("hipaa", "--regulation", help="hipaa | gdpr | ai_act"),
+    regulation: str = typer.Option("hipaa", "--regulation", help=_REGULATIONS_HELP),
     retriever: str = typer.Option(
         "hybrid",
         "--retriever",

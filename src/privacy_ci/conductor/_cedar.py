@@ -64,7 +64,7 @@ def policy_text(which: PolicyChoice = "decision") -> str:
     """The Cedar policies: ``"decision"`` (one permit) or ``"rules"`` (annotated rules)."""
     try:
         return cedar_text(_POLICY_FILES[which])
-    except KeyError:
+    except KeyError:  # a programming error: `which` is a literal of the code
         raise ValueError(f"unknown policy set {which!r}; expected 'decision' or 'rules'") from None
 
 
@@ -155,6 +155,8 @@ def entities(
     Raises:
         ValueError: when two requesters, or two labels, share an id.
     """
+    # Duplicate ids raise ValueError, a programming error: user files with
+    # duplicate ids are refused when they are loaded, before they get here.
     out = policy_entities(policy)
     people: set[str] = set()
     seen: set[str] = set()
@@ -253,7 +255,7 @@ class CedarAuthorizer:
         self.schema: Any = cedarpy.Schema.from_str(schema_text())
         if validate:
             result = cedarpy.validate_policies(text, self.schema)
-            if not result.validation_passed:
+            if not result.validation_passed:  # the packaged files: a programming error
                 problems = "; ".join(str(e) for e in result.errors)
                 raise ValueError(f"{_POLICY_FILES[policies]} does not validate: {problems}")
         self.policy_set: Any = cedarpy.PolicySet.from_str(text)

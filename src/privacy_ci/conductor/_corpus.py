@@ -1,12 +1,15 @@
 """A Conductor corpus: policy, agents, labels and the assignment relation, read
-from one folder and cross-checked; plus the packaged Riverside Medical Clinic corpus.
+from one folder and cross-checked, and the documents' content (`Corpus.content`);
+plus the packaged Riverside Medical Clinic corpus.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from privacy_ci.conductor._labels import Label, LabelSet, load_labels
 from privacy_ci.conductor._policy import (
@@ -20,6 +23,9 @@ from privacy_ci.conductor._policy import (
     load_policy,
 )
 from privacy_ci.errors import PrivacyCIError, ValidationFailed
+
+if TYPE_CHECKING:
+    from privacy_ci.conductor._sources import ContentSource
 
 CORPUS_FILES = ("policy.yaml", "agents.yaml", "labels.yaml", "assignments.yaml")
 
@@ -38,7 +44,8 @@ class Corpus:
         directory: the agents (and other data subjects).
         labels: one label per document.
         assignments: requester id -> subject ids.
-        source: the folder it was read from.
+        source: the folder it was read from; its ``content/`` (templates) or
+            ``documents/`` (plain files) folder gives the documents' text.
     """
 
     policy: Policy
@@ -78,6 +85,27 @@ class Corpus:
 
     def requesters(self) -> list[Requester]:
         return [self.requester(a.id) for a in self.agents]
+
+    @cached_property
+    def content_source(self) -> ContentSource:
+        """Where the documents' text comes from (see `privacy_ci.conductor._sources`).
+
+        Raises:
+            PrivacyCIError: the corpus has no content, or its content cannot be read.
+        """
+        from privacy_ci.conductor._sources import content_source_for
+
+        return content_source_for(self)
+
+    def content(self, doc_id: str) -> str:
+        """A document's full text, from the corpus's content source.
+
+        Raises:
+            PrivacyCIError: an unknown document, a corpus without content, or a
+                document whose text is missing (naming the document and the path).
+        """
+        self.label(doc_id)
+        return self.content_source.content(doc_id)
 
 
 def validate_corpus(

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from privacy_ci.conductor._labels import Label, SensitivityTier
 from privacy_ci.conductor._policy import Policy, Requester
+from privacy_ci.errors import ValidationFailed
 
 
 class Effect(StrEnum):
@@ -237,8 +238,13 @@ class Gate:
         self.tier_requires: dict[SensitivityTier, bool] = {
             tier: rule.assignment_required for tier, rule in policy.tiers.items()
         }
-        if len(policy.roles) > 64:
-            raise ValueError("the batch gate supports at most 64 roles")
+        if len(policy.roles) > 64:  # a policy file can list more: a user error
+            raise ValidationFailed(
+                [
+                    f"policy {policy.name!r} lists {len(policy.roles)} roles:"
+                    " the batch gate supports at most 64 roles"
+                ]
+            )
         self.role_bit = {role: 1 << i for i, role in enumerate(policy.roles)}
         # Decisions without errors are shared values: building one per call is the cost.
         self._plain = {
@@ -320,6 +326,7 @@ class Gate:
         vectorised passes over the candidates.
         """
         if compiled.policy_version != self.version:
+            # a programming error: the caller compiled with another gate
             raise ValueError("labels were compiled against a different policy version")
         n = len(compiled)
         problems: tuple[str, ...] = ()

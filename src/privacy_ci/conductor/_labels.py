@@ -65,6 +65,8 @@ def check_role_name(value: object) -> str:
     Raises:
         ValueError: with what is wrong and what was expected.
     """
+    # ValueError, not PrivacyCIError: this runs inside pydantic validators (which
+    # report it as a ValidationError) and callers outside them convert it.
     if not isinstance(value, str):
         raise ValueError(f"a role must be a string, got {type(value).__name__} {value!r}")
     if value == "":
@@ -109,6 +111,8 @@ class Label(BaseModel):
     implied_attributes: tuple[str, ...] = ()
     assignment_required: bool
 
+    # The validators raise ValueError: pydantic reports it as a ValidationError,
+    # which loading turns into ValidationFailed (a PrivacyCIError).
     @field_validator("permitted_receiver_roles", mode="before")
     @classmethod
     def _acl_is_a_list(cls, value: object) -> object:

@@ -60,6 +60,8 @@ class Policy(BaseModel):
     authoritative_context: dict[str, str]
     tiers: dict[SensitivityTier, TierRule]
 
+    # The validators raise ValueError: pydantic reports it as a ValidationError,
+    # which loading turns into ValidationFailed (a PrivacyCIError).
     @field_validator("roles")
     @classmethod
     def _roles_well_formed(cls, roles: tuple[str, ...]) -> tuple[str, ...]:

@@ -3,7 +3,7 @@
 * `data_dir` / `cache_dir`: the data directory (``$PRIVACY_CI_DATA``) and the cache
   directory (``$PRIVACY_CI_CACHE``); caches never go next to the data.
 * `SOURCES`: the manifest, one `Source` per file with its pinned upstream commit,
-  sha256 and size.
+  sha256 and size; `manifest` adds the files of regulations added to the registry.
 * `require`: fail with one clear `DataMissingError` if files are missing.
 * `fetch` / `verify`: download (``privacy-ci data fetch``) and check the files.
 """
@@ -28,6 +28,7 @@ from privacy_ci.data._manifest import (
     UPSTREAM_URL_TEMPLATE,
     Repo,
     Source,
+    manifest,
     select,
 )
 from privacy_ci.data._paths import CACHE_ENV, DATA_ENV, FETCH_COMMAND, cache_dir, data_dir, require
@@ -51,6 +52,7 @@ __all__ = [
     "data_dir",
     "download_file",
     "fetch",
+    "manifest",
     "require",
     "select",
     "sha256_file",

@@ -9,14 +9,19 @@ described in the project's data notes (``SOURCES.md``).
 The seven PrivaCI-Bench ``.jsonl`` files are conversions of the upstream Arrow
 files; the fork ``beefed-up-geek/PrivaCI-Bench`` ships byte-identical exports, so
 they are downloaded from there.
+
+`SOURCES` is the built-in table. A regulation added to the registry can bring the
+entries of its own files (`privacy_ci.regulations.RegulationSpec.sources`);
+`manifest`, `SOURCES_BY_PATH` and `select` (hence fetch, verify and status) add them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from privacy_ci._views import LiveMapping
 from privacy_ci.errors import PrivacyCIError
 
 __all__ = [
@@ -27,6 +32,7 @@ __all__ = [
     "UPSTREAM_URL_TEMPLATE",
     "Repo",
     "Source",
+    "manifest",
     "select",
 ]
 
@@ -397,18 +403,42 @@ SOURCES: tuple[Source, ...] = (
 )
 """Every data file, in a stable order (HIPAA, cases, KBs, law trees, licenses)."""
 
-SOURCES_BY_PATH: dict[str, Source] = {s.path: s for s in SOURCES}
-"""`SOURCES` keyed by path relative to the data directory."""
+_BUILTIN_PATHS = frozenset(s.path for s in SOURCES)
 
 
-def select(only: Iterable[str] | None = None, sources: Sequence[Source] = SOURCES) -> list[Source]:
+def manifest() -> tuple[Source, ...]:
+    """Every data file: `SOURCES`, then the files of registered regulations it lacks.
+
+    Returns:
+        The entries, built-in ones first; a registered entry for a path `SOURCES`
+        already lists is ignored.
+    """
+    # Imported here: the registry is a higher layer that imports this package lazily.
+    from privacy_ci.regulations import regulations
+
+    extra: dict[str, Source] = {}
+    for spec in regulations():
+        for source in spec.sources:
+            if source.path not in _BUILTIN_PATHS:
+                extra.setdefault(source.path, source)
+    return SOURCES + tuple(extra.values())
+
+
+SOURCES_BY_PATH: Mapping[str, Source] = LiveMapping(lambda: {s.path: s for s in manifest()})
+"""`manifest` keyed by path relative to the data directory (read anew on each access:
+regulations may be registered at run time)."""
+
+
+def select(
+    only: Iterable[str] | None = None, sources: Sequence[Source] | None = None
+) -> list[Source]:
     """Pick manifest entries by path prefix.
 
     Args:
         only: path prefixes relative to the data directory (``hipaa/``,
             ``cases/goldcoin/real.json``); ``None`` or empty selects everything.
             A leading ``./`` and Windows separators are accepted.
-        sources: the entries to choose from.
+        sources: the entries to choose from (default `manifest`).
 
     Returns:
         The matching entries, in manifest order.
@@ -416,6 +446,7 @@ def select(only: Iterable[str] | None = None, sources: Sequence[Source] = SOURCE
     Raises:
         PrivacyCIError: a prefix matches no file.
     """
+    sources = manifest() if sources is None else sources
     prefixes = [p.replace("\\", "/").removeprefix("./") for p in (only or [])]
     if not prefixes:
         return list(sources)

@@ -75,9 +75,9 @@ def require(*relative_paths: str) -> Path:
     """
     root = data_dir()
     if not relative_paths:
-        from privacy_ci.data._manifest import SOURCES
+        from privacy_ci.data._manifest import manifest
 
-        relative_paths = tuple(s.path for s in SOURCES)
+        relative_paths = tuple(s.path for s in manifest())
     missing = [p for p in relative_paths if not (root / p).is_file()]
     if missing:
         listed = ", ".join(missing[:_MAX_LISTED])

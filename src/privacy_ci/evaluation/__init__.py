@@ -59,7 +59,6 @@ from privacy_ci.evaluation._report import (
     write_report,
 )
 from privacy_ci.evaluation._runner import (
-    DEFAULT_METHOD_PROMPTS,
     MANIFEST_FILE,
     METRICS_FILE,
     RECORDS_FILE,
@@ -77,7 +76,6 @@ from privacy_ci.evaluation._runner import (
 __all__ = [
     "APPLICABILITY_CLASSES",
     "COMPLIANCE_CLASSES",
-    "DEFAULT_METHOD_PROMPTS",
     "HEALTH_INFORMATION",
     "HEALTH_TERMS",
     "MANIFEST_FILE",

@@ -154,7 +154,7 @@ def health_rule_baseline(cases: Sequence[Case]) -> Baseline:
         "(privacy_ci.evaluation.HEALTH_TERMS), then always permit",
         {
             c.id: Verdict.PERMIT
-            if is_health_information(c.information_type)
+            if is_health_information(c.flow.information_type)
             else Verdict.NOT_APPLICABLE
             for c in cases
         },

@@ -56,7 +56,6 @@ from privacy_ci.llm import GenerationSettings, LLMClient
 from privacy_ci.llm._scripted import TEST_DOUBLE_PROVIDER, is_test_double
 
 __all__ = [
-    "DEFAULT_METHOD_PROMPTS",
     "MANIFEST_FILE",
     "METRICS_FILE",
     "RECORDS_FILE",
@@ -75,18 +74,6 @@ MANIFEST_FILE = "manifest.json"
 RECORDS_FILE = "records.jsonl"
 METRICS_FILE = "metrics.json"
 MANIFEST_VERSION = 1
-
-
-DEFAULT_METHOD_PROMPTS: dict[str, tuple[str, ...]] = {
-    "dp": ("dp",),
-    "cot-auto": ("cot_auto",),
-    "cot-manual": ("cot_manual",),
-    "agent-id": ("agent_id_generate", "law_filter", "agent_id_decide"),
-    "bm25-content": ("explain", "law_filter", "content_decide"),
-    "ci-es-content": ("ci_extract", "law_filter", "content_decide"),
-}
-"""The prompt templates each of the paper's methods uses (hashed into the manifest),
-for methods that do not say themselves (a ``prompt_names`` attribute)."""
 
 
 class RunMismatch(PrivacyCIError):
@@ -220,43 +207,13 @@ def _settings_dict(settings: Any) -> dict[str, Any] | None:
     return {"repr": repr(settings)}
 
 
-def _attr(method: Method, *paths: str) -> Any:
-    """The first attribute path that exists on the method (``client``, ``context.client``)."""
-    for path in paths:
-        value: Any = method
-        for part in path.split("."):
-            value = getattr(value, part, None)
-            if value is None:
-                break
-        if value is not None:
-            return value
-    return None
-
-
-def _prompt_hashes(method: Method, prompts: Mapping[str, str] | Sequence[str] | None) -> Any:
+def _prompt_hashes(names: Sequence[str], prompts: Mapping[str, str] | Sequence[str] | None) -> Any:
     from privacy_ci.judging._prompts import prompt_hashes
 
     if isinstance(prompts, Mapping):
         return dict(prompts)
-    names = list(prompts) if prompts is not None else None
-    if names is None:
-        own = _attr(method, "prompt_names", "spec.prompts")
-        if own is not None:
-            names = list(own)
-        elif method.name in DEFAULT_METHOD_PROMPTS:
-            names = list(DEFAULT_METHOD_PROMPTS[method.name])
-    return prompt_hashes(names) if names else {}
-
-
-def _kb_hash(method: Method, knowledge_base: str | None) -> str | None:
-    if knowledge_base is not None:
-        return knowledge_base
-    kb = _attr(method, "kb", "context.kb")
-    if kb is None and _attr(method, "spec.needs_kb"):
-        require = _attr(method, "context.require_kb")
-        kb = require() if callable(require) else None
-    content_hash = getattr(getattr(kb, "tree", None), "content_hash", None)
-    return str(content_hash()) if callable(content_hash) else None
+    chosen = list(prompts) if prompts is not None else list(names)
+    return prompt_hashes(chosen) if chosen else {}
 
 
 def _model_info(client: LLMClient | None) -> dict[str, Any] | None:
@@ -401,7 +358,7 @@ def _select(dataset: Dataset, limit: int | None, seed: int) -> Dataset:
     if limit is None or limit >= len(dataset):
         return dataset
     if limit < 1:
-        raise ValueError(f"limit must be at least 1, not {limit}")
+        raise PrivacyCIError(f"limit must be at least 1, not {limit}")
     return dataset.sample(limit, seed=seed)
 
 
@@ -427,25 +384,23 @@ async def run_eval(
     """Judge every case of `dataset` with `method`, resumably, and score the run.
 
     Args:
-        method: the judging pipeline (`privacy_ci.judging._types.Method`).
+        method: the judging method (`privacy_ci.judging.Method`); its `identity()`
+            gives the defaults of `client`, `settings`, `judge_config`, `prompts`
+            and `knowledge_base`.
         dataset: a `Dataset`, or a name for `load_dataset`.
         out_dir: the run folder (created; an existing run there is resumed).
         concurrency: cases judged at once.
         limit: judge a stratified sample of this many cases
             (``dataset.sample(limit, sample_seed)``); None for all.
         progress: show a progress bar on stderr.
-        client: the method's LLM client: its backend (provider, model, base URL) goes
-            into the identity and its retries into the progress bar; default the
-            method's ``client`` (or ``context.client``) attribute, if any.
-        settings: the generation settings (identity); default the method's
-            ``settings`` (or ``context.settings``) attribute, if any.
+        client: the LLM client: its backend (provider, model, base URL) goes into the
+            identity and its retries into the progress bar; default the method's.
+        settings: the generation settings (identity); default the method's.
         judge_config: the pipeline configuration (a dataclass or mapping: k, retriever,
-            constrained decoding ...; identity); default the method's ``config`` (or
-            ``context.config``) attribute, if any.
-        prompts: prompt names or name -> sha256 (identity); default the method's
-            ``prompt_names`` (or ``spec.prompts``) attribute, else `DEFAULT_METHOD_PROMPTS`.
+            constrained decoding ...; identity); default the method's.
+        prompts: prompt names or name -> sha256 (identity); default the method's.
         knowledge_base: the knowledge base's content hash (identity); default the
-            tree hash of the method's ``kb`` (or ``context.kb``) attribute, if any.
+            method's.
         retry_errors: on resume, judge again the cases whose record has an error
             (a model call that failed after its retries); their old records are
             removed first.
@@ -459,21 +414,20 @@ async def run_eval(
     Raises:
         RunMismatch: `out_dir` holds a run with a different identity.
         PrivacyCIError: the records file is damaged.
-        ValueError: `concurrency` or `limit` below 1.
+        PrivacyCIError: `concurrency` or `limit` below 1.
     """
     if concurrency < 1:
-        raise ValueError(f"concurrency must be at least 1, not {concurrency}")
+        raise PrivacyCIError(f"concurrency must be at least 1, not {concurrency}")
     if isinstance(dataset, str):
         dataset = load_dataset(dataset)
     selected = _select(dataset, limit, sample_seed)
     cases = list(selected.cases)
-    client = client if client is not None else _attr(method, "client", "context.client")
-    if client is not None and not isinstance(client, LLMClient):
-        client = None
+    own = method.identity()
+    client = client if client is not None else own.client
     if settings is None:
-        settings = _attr(method, "settings", "context.settings")
+        settings = own.settings
     if judge_config is None:
-        judge_config = _attr(method, "config", "context.config")
+        judge_config = own.config
     generation = _settings_dict(settings)
     judging = _settings_dict(judge_config)
     identity = _identity(
@@ -484,8 +438,8 @@ async def run_eval(
         None
         if generation is None and judging is None
         else {"generation": generation, "judge": judging},
-        _prompt_hashes(method, prompts),
-        _kb_hash(method, knowledge_base),
+        _prompt_hashes(own.prompts, prompts),
+        knowledge_base if knowledge_base is not None else own.knowledge_base,
     )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -6,18 +6,27 @@ Privacy Conductor paper's judge-only flow judge (section V-G).
     method = build_method("bm25-content", make_client())
     judgment = await method.judge(event_from_case(case))   # verdict, cited ids, steps
 
-* The six methods (`METHODS`, `build_method`): ``dp``, ``cot-auto``, ``cot-manual``,
-  ``agent-id``, ``bm25-content``, ``ci-es-content``; each a `Pipeline` of steps.
+* The method registry (`METHODS`, `register_method`, `build_method`): the paper's
+  six, ``dp``, ``cot-auto``, ``cot-manual``, ``agent-id``, ``bm25-content``,
+  ``ci-es-content``, and the flow judge; each `MethodSpec` builds its chain of
+  steps, and each built method reports its `MethodIdentity` for run manifests.
 * ``flow-judge`` (`judge_flow`): the CI five-tuple and the narrative, one
   structured decision + rationale (`flow_schema`, `parse_flow_answer`), re-asked
   up to twice when it does not parse.
-* Steps (`decide`, `explain`, `retrieve`, `filter_rules`, `propose_ids`,
-  `extract_ci`, `run_steps`) over a `PipelineState` and a `PipelineContext`, with
-  `JudgeConfig` (k, retriever, reference length, constrained decoding).
+* Steps, one module each (`decide`, `explain`, `retrieve`, `filter_rules`,
+  `propose_ids`, `extract_ci`, `judge_flow`), run by `run_steps` over a
+  `PipelineState` and a `PipelineContext`, with `JudgeConfig` (k, retriever,
+  reference length, constrained decoding).
 * Prompts (`load_prompt`, `prompt_hashes`), parsing (`parse_verdict`,
   `parse_yes_no`), values (`Event`, `StepRecord`, `Judgment`, `Method`).
 """
 
+from privacy_ci.judging._ci import CI_JSON_FIELDS, ci_schema
+from privacy_ci.judging._config import JudgeConfig
+from privacy_ci.judging._decide import VERDICT_OPTIONS, decide
+from privacy_ci.judging._explain import explain
+from privacy_ci.judging._extract_ci import extract_ci
+from privacy_ci.judging._filter import FILTER_OPTIONS, filter_rules
 from privacy_ci.judging._flow import (
     FLOW_DECISIONS,
     FLOW_MISSING,
@@ -32,38 +41,30 @@ from privacy_ci.judging._flow import (
 )
 from privacy_ci.judging._methods import (
     METHODS,
+    ChainBuilder,
     MethodSpec,
     Pipeline,
     build_method,
     default_retriever,
     event_from_case,
+    register_method,
 )
 from privacy_ci.judging._parse import LETTERS, ParsedVerdict, parse_verdict, parse_yes_no
-from privacy_ci.judging._prompts import PromptTemplate, load_prompt, prompt_hashes
-from privacy_ci.judging._steps import (
-    CI_JSON_FIELDS,
-    FILTER_OPTIONS,
-    VERDICT_OPTIONS,
-    JudgeConfig,
+from privacy_ci.judging._pipeline import (
     PipelineContext,
     PipelineState,
     QuerySource,
     RetrieverSource,
     Step,
-    ci_schema,
-    decide,
-    explain,
-    extract_ci,
-    filter_rules,
     format_reference,
     format_references,
-    id_list_grammar,
-    propose_ids,
-    retrieve,
     run_steps,
     truncate_text,
 )
-from privacy_ci.judging._types import Event, Judgment, Method, StepRecord
+from privacy_ci.judging._prompts import PromptTemplate, load_prompt, prompt_hashes
+from privacy_ci.judging._propose_ids import id_list_grammar, propose_ids
+from privacy_ci.judging._retrieve import retrieve
+from privacy_ci.judging._types import Event, Judgment, Method, MethodIdentity, StepRecord
 
 __all__ = [
     "CI_JSON_FIELDS",
@@ -75,11 +76,13 @@ __all__ = [
     "LETTERS",
     "METHODS",
     "VERDICT_OPTIONS",
+    "ChainBuilder",
     "Event",
     "FlowAnswer",
     "JudgeConfig",
     "Judgment",
     "Method",
+    "MethodIdentity",
     "MethodSpec",
     "ParsedVerdict",
     "Pipeline",
@@ -110,6 +113,7 @@ __all__ = [
     "parse_yes_no",
     "prompt_hashes",
     "propose_ids",
+    "register_method",
     "render_flow_prompt",
     "retrieve",
     "run_steps",

@@ -12,8 +12,9 @@ name shows the role (PrivaCI-Bench HIPAA gives the same value for a party's name
 and role in all 214 flows, and `privacy-ci eval` passes roles only), a missing
 role or other field shows `FLOW_MISSING` (``unknown``), and a flow with no
 recorded consent shows `FLOW_NO_CONSENT` (``none stated``), as Appendix C says.
-Placeholders (``None``, ``N/A``, ``Unknown`` ...) count as missing; list values
-arrive joined with ``"; "`` by the case loader. The fields shown as missing are
+Placeholders (``None``, ``N/A``, ``Unknown`` ...) count as missing
+(`privacy_ci.ci.clean_value`); list values arrive joined with ``"; "`` by the case
+loader. The fields shown as missing are
 listed in each attempt's record (``parsed["missing"]``); an event with no CI
 fields at all is still judged, from its narrative.
 
@@ -41,11 +42,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from privacy_ci.ci import Verdict
+from privacy_ci.ci import Verdict, clean_value
 from privacy_ci.judging._parse import ParsedVerdict
+from privacy_ci.judging._pipeline import PipelineContext, PipelineState, step_record
 from privacy_ci.judging._prompts import load_prompt
-from privacy_ci.judging._steps import _PLACEHOLDERS, PipelineContext, PipelineState
-from privacy_ci.judging._types import Event, StepRecord
+from privacy_ci.judging._types import Event
 from privacy_ci.llm import FinishReason, GenerationSettings, system, user
 
 __all__ = [
@@ -93,18 +94,6 @@ FLOW_RATIONALE_CHARS = 320
 FLOW_MAX_TOKENS = 256
 """The completion limit when constrained (the JSON object with that rationale fits)."""
 
-_PARTIES = (("sender", "sender"), ("receiver", "recipient"), ("subject", "subject"))
-
-
-def _value(value: Any) -> str | None:
-    """A field as shown: stripped, lists joined with ``"; "``; None for placeholders."""
-    if value is None:
-        return None
-    if isinstance(value, list | tuple):
-        value = "; ".join(str(v).strip() for v in value if v is not None and _value(v))
-    text = str(value).strip()
-    return None if text.lower().strip(" .") in _PLACEHOLDERS else text
-
 
 def flow_schema(
     constrained: bool = False, rationale_chars: int = FLOW_RATIONALE_CHARS
@@ -150,14 +139,18 @@ def flow_values(event: Event) -> tuple[dict[str, str], list[str]]:
             missing.append(name)
         values[name] = default if value is None else value
 
-    for variable, attr in _PARTIES:
-        role = _value(getattr(event, f"{attr}_role"))
-        name = _value(getattr(event, attr)) or role
-        put(variable, name)
+    flow = event.flow
+    for variable, party in (
+        ("sender", flow.sender),
+        ("receiver", flow.recipient),
+        ("subject", flow.subject),
+    ):
+        role = clean_value(party.role)
+        put(variable, clean_value(party.name) or role)
         put(f"{variable}_role", role)
-    put("message_type", _value(event.information_type))
-    put("transmission_principle", _value(event.purpose))
-    put("consent_form", _value(event.consent_form), FLOW_NO_CONSENT)
+    put("message_type", clean_value(flow.information_type))
+    put("transmission_principle", clean_value(flow.principle.purpose))
+    put("consent_form", clean_value(flow.principle.consent), FLOW_NO_CONSENT)
     values["case_content"] = event.text.strip()
     return values, missing
 
@@ -273,18 +266,7 @@ async def judge_flow(state: PipelineState, ctx: PipelineContext) -> PipelineStat
     last_text = ""
     for attempt in range(attempts):
         completion = await ctx.client.complete(messages, settings, sample=attempt)
-        record = StepRecord(
-            name="decide",
-            prompt_name=FLOW_USER_PROMPT,
-            prompt=prompt,
-            raw_output=completion.text,
-            prompt_tokens=completion.prompt_tokens,
-            completion_tokens=completion.completion_tokens,
-            latency_s=completion.latency_s,
-            cached=completion.cached,
-            retries=completion.retries,
-            error=completion.error,
-        )
+        record = step_record("decide", FLOW_USER_PROMPT, prompt, completion)
         state.steps.append(record)
         common = {
             "attempt": attempt + 1,

@@ -44,46 +44,52 @@ retrieval, no regulation text; see its module for how missing CI fields are show
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from privacy_ci.errors import PrivacyCIError
+from privacy_ci.judging._config import JudgeConfig
+from privacy_ci.judging._decide import decide
+from privacy_ci.judging._explain import explain
+from privacy_ci.judging._extract_ci import extract_ci
+from privacy_ci.judging._filter import filter_rules
 from privacy_ci.judging._flow import judge_flow
-from privacy_ci.judging._steps import (
-    JudgeConfig,
+from privacy_ci.judging._pipeline import (
     PipelineContext,
     PipelineState,
     RetrieverSource,
     Step,
-    decide,
-    explain,
-    extract_ci,
-    filter_rules,
-    propose_ids,
-    retrieve,
     run_steps,
 )
-from privacy_ci.judging._types import Event, Judgment
+from privacy_ci.judging._propose_ids import propose_ids
+from privacy_ci.judging._retrieve import retrieve
+from privacy_ci.judging._types import Event, Judgment, MethodIdentity
 from privacy_ci.llm import GenerationSettings, LLMClient
 
 if TYPE_CHECKING:
+    from privacy_ci.cases import Case
     from privacy_ci.knowledge import KnowledgeBase
     from privacy_ci.retrieval import Retriever
 
 __all__ = [
     "METHODS",
+    "ChainBuilder",
     "MethodSpec",
     "Pipeline",
     "build_method",
     "default_retriever",
     "event_from_case",
+    "register_method",
 ]
+
+ChainBuilder = Callable[[JudgeConfig, "Retriever | None"], list[Step]]
+"""Builds a method's chain of steps from its configuration and an optional retriever."""
 
 
 @dataclass(frozen=True, slots=True)
 class MethodSpec:
-    """What a method is, for listings and run manifests.
+    """A judging method: what it is (for listings and run manifests) and how to build it.
 
     Args:
         name: the method name (``dp`` ... ``ci-es-content``, ``flow-judge``).
@@ -91,6 +97,9 @@ class MethodSpec:
         prompts: the prompt files it uses, in call order.
         steps: its step names, in order.
         needs_kb: whether it reads the knowledge base.
+        chain: builds its steps (`ChainBuilder`).
+        retriever_option: the `JudgeConfig` field naming its retriever (``retriever``
+            or ``ci_retriever``), for methods that retrieve; None for the others.
     """
 
     name: str
@@ -98,55 +107,137 @@ class MethodSpec:
     prompts: tuple[str, ...]
     steps: tuple[str, ...]
     needs_kb: bool
+    chain: ChainBuilder = field(repr=False, compare=False)
+    retriever_option: str | None = None
 
 
-METHODS: dict[str, MethodSpec] = {
-    spec.name: spec
-    for spec in (
-        MethodSpec("dp", "Direct prompt (Table 7)", ("dp",), ("decide",), False),
-        MethodSpec(
-            "cot-auto", "CoT with automatic planning (Table 7)", ("cot_auto",), ("decide",), False
-        ),
-        MethodSpec(
-            "cot-manual",
-            "CoT with manual guidelines (Table 7)",
-            ("cot_manual",),
-            ("decide",),
-            False,
-        ),
-        MethodSpec(
-            "agent-id",
-            "CoT with regulation ids from agent-based retrieval (Table 8)",
-            ("agent_id_generate", "law_filter", "agent_id_decide"),
-            ("propose_ids", "filter", "decide"),
-            True,
-        ),
-        MethodSpec(
-            "bm25-content",
-            "CoT with an LLM explanation and regulations retrieved by BM25 (Table 9)",
-            ("explain", "law_filter", "content_decide"),
-            ("explain", "retrieve", "filter", "decide"),
-            True,
-        ),
-        MethodSpec(
-            "ci-es-content",
-            "CoT with CI extraction and regulations retrieved by role keywords (Table 10)",
-            ("ci_extract", "law_filter", "content_decide"),
-            ("extract_ci", "retrieve", "filter", "decide"),
-            True,
-        ),
-        MethodSpec(
-            "flow-judge",
-            "Judge-only: the CI five-tuple and narrative, a structured decision "
-            "(Privacy Conductor V-G)",
-            ("flow_judge_system", "flow_judge_user"),
-            ("decide",),
-            False,
-        ),
-    )
-}
-"""The methods, by name: the Privacy Checklist paper's six in its order, then the
-Privacy Conductor paper's flow judge."""
+METHODS: dict[str, MethodSpec] = {}
+"""The registry of judging methods, by name (the CLI, the service and eval read it)."""
+
+
+def register_method(spec: MethodSpec) -> MethodSpec:
+    """Add a method to `METHODS` (the extension point for new methods).
+
+    Raises:
+        PrivacyCIError: a method of that name is registered already.
+    """
+    if spec.name in METHODS:
+        raise PrivacyCIError(f"a judging method named {spec.name!r} is registered already")
+    METHODS[spec.name] = spec
+    return spec
+
+
+def default_retriever(name: str) -> RetrieverSource:
+    """A retriever by name, built on first use from the context's knowledge base.
+
+    Args:
+        name: a name of the retriever registry (``bm25-paper``, ``bm25-plus``,
+            ``dense``, ``roles``, ``hybrid`` ...).
+
+    Returns:
+        A function of the context that builds it (with the index cache).
+
+    Raises:
+        PrivacyCIError: unknown name.
+    """
+    from privacy_ci.retrieval import retriever_names
+
+    if name not in retriever_names():
+        raise PrivacyCIError(
+            f"unknown retriever {name!r}; expected one of {', '.join(retriever_names())}"
+        )
+
+    def build(ctx: PipelineContext) -> Retriever:
+        from privacy_ci.retrieval import build_retriever
+
+        return build_retriever(name, ctx.require_kb())
+
+    return build
+
+
+def _decide_only(prompt: str) -> ChainBuilder:
+    return lambda config, retriever: [decide(prompt)]
+
+
+def _agent_id(config: JudgeConfig, retriever: Retriever | None) -> list[Step]:
+    return [propose_ids, filter_rules, decide("agent_id_decide")]
+
+
+def _bm25_content(config: JudgeConfig, retriever: Retriever | None) -> list[Step]:
+    source: RetrieverSource = retriever or default_retriever(config.retriever)
+    return [
+        explain,
+        retrieve(source, config.k, query_from="explanation"),
+        filter_rules,
+        decide("content_decide"),
+    ]
+
+
+def _ci_es_content(config: JudgeConfig, retriever: Retriever | None) -> list[Step]:
+    source: RetrieverSource = retriever or default_retriever(config.ci_retriever)
+    return [
+        extract_ci,
+        retrieve(source, config.k, query_from="ci"),
+        filter_rules,
+        decide("content_decide"),
+    ]
+
+
+for _spec in (
+    MethodSpec("dp", "Direct prompt (Table 7)", ("dp",), ("decide",), False, _decide_only("dp")),
+    MethodSpec(
+        "cot-auto",
+        "CoT with automatic planning (Table 7)",
+        ("cot_auto",),
+        ("decide",),
+        False,
+        _decide_only("cot_auto"),
+    ),
+    MethodSpec(
+        "cot-manual",
+        "CoT with manual guidelines (Table 7)",
+        ("cot_manual",),
+        ("decide",),
+        False,
+        _decide_only("cot_manual"),
+    ),
+    MethodSpec(
+        "agent-id",
+        "CoT with regulation ids from agent-based retrieval (Table 8)",
+        ("agent_id_generate", "law_filter", "agent_id_decide"),
+        ("propose_ids", "filter", "decide"),
+        True,
+        _agent_id,
+    ),
+    MethodSpec(
+        "bm25-content",
+        "CoT with an LLM explanation and regulations retrieved by BM25 (Table 9)",
+        ("explain", "law_filter", "content_decide"),
+        ("explain", "retrieve", "filter", "decide"),
+        True,
+        _bm25_content,
+        retriever_option="retriever",
+    ),
+    MethodSpec(
+        "ci-es-content",
+        "CoT with CI extraction and regulations retrieved by role keywords (Table 10)",
+        ("ci_extract", "law_filter", "content_decide"),
+        ("extract_ci", "retrieve", "filter", "decide"),
+        True,
+        _ci_es_content,
+        retriever_option="ci_retriever",
+    ),
+    MethodSpec(
+        "flow-judge",
+        "Judge-only: the CI five-tuple and narrative, a structured decision "
+        "(Privacy Conductor V-G)",
+        ("flow_judge_system", "flow_judge_user"),
+        ("decide",),
+        False,
+        lambda config, retriever: [judge_flow],
+    ),
+):
+    register_method(_spec)
 
 
 @dataclass
@@ -157,6 +248,7 @@ class Pipeline:
         name: the method name.
         steps: the chain.
         context: the client, knowledge base, settings and config.
+        spec: the registry entry it was built from.
     """
 
     name: str
@@ -178,33 +270,19 @@ class Pipeline:
         state = await run_steps(self.steps, PipelineState(event), self.context)
         return state.to_judgment(self.name, self.context.backend)
 
-
-def default_retriever(name: str) -> RetrieverSource:
-    """A retriever by name, built on first use from the context's knowledge base.
-
-    Args:
-        name: a name of `privacy_ci.retrieval.build_retriever` (``bm25-paper``,
-            ``bm25-plus``, ``dense``, ``roles``, ``hybrid`` ...).
-
-    Returns:
-        A function of the context that builds it (with the index cache).
-
-    Raises:
-        PrivacyCIError: unknown name.
-    """
-    from privacy_ci.retrieval import RETRIEVER_NAMES
-
-    if name not in RETRIEVER_NAMES:
-        raise PrivacyCIError(
-            f"unknown retriever {name!r}; expected one of {', '.join(RETRIEVER_NAMES)}"
+    def identity(self) -> MethodIdentity:
+        """The method, model, settings, configuration, prompts and knowledge base."""
+        kb = self.context.kb
+        if kb is None and self.spec is not None and self.spec.needs_kb:
+            kb = self.context.require_kb()
+        return MethodIdentity(
+            method=self.name,
+            client=self.context.client,
+            settings=self.context.settings,
+            config=self.context.config,
+            prompts=self.spec.prompts if self.spec is not None else (),
+            knowledge_base=kb.tree.content_hash() if kb is not None else None,
         )
-
-    def build(ctx: PipelineContext) -> Retriever:
-        from privacy_ci.retrieval import build_retriever
-
-        return build_retriever(name, ctx.require_kb())
-
-    return build
 
 
 def build_method(
@@ -216,7 +294,7 @@ def build_method(
     settings: GenerationSettings | None = None,
     retriever: Retriever | None = None,
 ) -> Pipeline:
-    """Build one of the methods of `METHODS`.
+    """Build a method of the registry (`METHODS`).
 
     Args:
         name: a key of `METHODS`.
@@ -225,9 +303,9 @@ def build_method(
             methods that need one).
         config: the `JudgeConfig` (default: paper settings, auto constraining).
         settings: base generation settings (default: temperature 0, seed 0).
-        retriever: the retriever of ``bm25-content`` / ``ci-es-content`` (default:
-            ``config.retriever`` / ``config.ci_retriever``, built on first use);
-            ignored by the others. ``flow-judge`` uses only ``config.constrain``.
+        retriever: the retriever of the methods that retrieve (``bm25-content``,
+            ``ci-es-content``; default: ``config.retriever`` / ``config.ci_retriever``,
+            built on first use); ignored by the others.
 
     Returns:
         The `Pipeline`.
@@ -245,56 +323,10 @@ def build_method(
     )
     if spec.needs_kb:
         context.require_kb()  # missing data fails here, before any model call
-    steps: list[Step]
-    if name == "dp":
-        steps = [decide("dp")]
-    elif name == "cot-auto":
-        steps = [decide("cot_auto")]
-    elif name == "cot-manual":
-        steps = [decide("cot_manual")]
-    elif name == "agent-id":
-        steps = [propose_ids, filter_rules, decide("agent_id_decide")]
-    elif name == "bm25-content":
-        source: RetrieverSource = retriever or default_retriever(config.retriever)
-        steps = [
-            explain,
-            retrieve(source, config.k, query_from="explanation"),
-            filter_rules,
-            decide("content_decide"),
-        ]
-    elif name == "flow-judge":
-        steps = [judge_flow]
-    else:
-        source = retriever or default_retriever(config.ci_retriever)
-        steps = [
-            extract_ci,
-            retrieve(source, config.k, query_from="ci"),
-            filter_rules,
-            decide("content_decide"),
-        ]
-    return Pipeline(name, steps, context, spec)
+    return Pipeline(name, spec.chain(config, retriever), context, spec)
 
 
-def event_from_case(case: Any) -> Event:
-    """An `Event` from a `privacy_ci.cases.Case` (or any object with the same fields).
-
-    Args:
-        case: the case.
-
-    Returns:
-        The event: its text, id, CI characteristics and party names (never its
-        label or gold ids).
-    """
-    return Event(
-        text=case.text,
-        id=getattr(case, "id", "") or "",
-        sender_role=getattr(case, "sender_role", None),
-        recipient_role=getattr(case, "recipient_role", None),
-        subject_role=getattr(case, "subject_role", None),
-        information_type=getattr(case, "information_type", None),
-        purpose=getattr(case, "purpose", None),
-        consent_form=getattr(case, "consent_form", None),
-        sender=getattr(case, "sender", None),
-        recipient=getattr(case, "recipient", None),
-        subject=getattr(case, "subject", None),
-    )
+def event_from_case(case: Case) -> Event:
+    """The `Event` a method judges for a case: its narrative, id and flow (never its
+    label or gold ids)."""
+    return Event(text=case.text, id=case.id, flow=case.flow)

@@ -8,35 +8,29 @@ result, retrieved ids, tokens, latency), so a run can be audited and resumed.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from privacy_ci.ci import Verdict
+from privacy_ci.ci import Flow, Verdict
+
+if TYPE_CHECKING:
+    from privacy_ci.llm import LLMClient
 
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """What is judged: the narrative and, when known, its CI characteristics.
+    """What is judged: the narrative and, when known, its flow.
 
     Args:
         text: the event or case narrative.
         id: a stable identifier (the case id), or "" for ad-hoc events.
-        sender_role / recipient_role / subject_role / information_type / purpose /
-        consent_form: CI characteristics given with the case (None when unknown).
-        sender / recipient / subject: the parties' names, when the case gives them
-            (only the ``flow-judge`` prompt shows names; the other methods read roles).
+        flow: the CI parameters given with the case (unknown ones None): the
+            parties' names (only the ``flow-judge`` prompt shows them) and roles,
+            the information type, purpose and consent form.
     """
 
     text: str
     id: str = ""
-    sender_role: str | None = None
-    recipient_role: str | None = None
-    subject_role: str | None = None
-    information_type: str | None = None
-    purpose: str | None = None
-    consent_form: str | None = None
-    sender: str | None = None
-    recipient: str | None = None
-    subject: str | None = None
+    flow: Flow = field(default_factory=Flow)
 
 
 @dataclass(slots=True)
@@ -111,9 +105,32 @@ class Judgment:
         }
 
 
+@dataclass(frozen=True)
+class MethodIdentity:
+    """What a method says about itself for run manifests (a run's identity).
+
+    Args:
+        method: the method name.
+        client: the LLM client it calls (None for a model-free method).
+        settings: its base generation settings (None when it calls no model).
+        config: its configuration (k, retriever, constrained decoding ...), if any.
+        prompts: the prompt templates it uses, in call order.
+        knowledge_base: the content hash of the knowledge base it reads, if any.
+    """
+
+    method: str
+    client: LLMClient | None = None
+    settings: Any = None
+    config: Any = None
+    prompts: tuple[str, ...] = ()
+    knowledge_base: str | None = None
+
+
 class Method(Protocol):
-    """A judging pipeline: `await method.judge(event)` -> `Judgment`."""
+    """A judging method: `await method.judge(event)` -> `Judgment`, and what it is."""
 
     name: str
 
     async def judge(self, event: Event) -> Judgment: ...
+
+    def identity(self) -> MethodIdentity: ...

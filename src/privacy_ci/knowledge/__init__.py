@@ -6,8 +6,9 @@
   `KBLoadReport` and a `NormalisationReport`.
 * `Definitions` (``lookup`` exact then fuzzy), `RoleGraph` and `AttributeGraph`
   (DAGs with ancestors/descendants/match/classify).
-* `KnowledgeBase` and `load_knowledge_base("hipaa" | "gdpr" | "ai_act")`, with
-  `PAPER_STATS` (section 3.4 as printed) for comparison.
+* `KnowledgeBase` and `load_knowledge_base(key)` for any regulation of the registry
+  (`privacy_ci.regulations.regulations`; built in: ``hipaa``, ``gdpr``, ``ai_act``),
+  with `PAPER_STATS` (section 3.4 as printed) for comparison.
 """
 
 from privacy_ci.knowledge._definitions import (

@@ -1,5 +1,8 @@
 """The definition dictionary D (section 3.3): regulation terms and their definitions.
 
+Each regulation's file and format come from its registry entry
+(`privacy_ci.regulations.RegulationSpec.definitions`, ``definitions_format``):
+
 * HIPAA: ``hipaa/definitions.json``, 54 terms, ``{term: {"content", "source"}}``
   where ``source`` is a Cornell LII URL. One key, ``Header.``, is not a term (it
   is the notice header paragraph of 164.520(b)(1)(i)); it is kept, so the count
@@ -18,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,7 @@ from typing import Any
 from privacy_ci._structured import DuplicateKeyError, load_json
 from privacy_ci.errors import ValidationFailed
 from privacy_ci.knowledge._vocabulary import similarity, term_key
+from privacy_ci.regulations import RegistryView, get_regulation, regulations
 
 __all__ = [
     "DEFINITION_FILES",
@@ -39,12 +43,10 @@ __all__ = [
     "load_hipaa_definitions",
 ]
 
-DEFINITION_FILES: dict[str, str] = {
-    "hipaa": "hipaa/definitions.json",
-    "gdpr": "law_trees/definitions/gdpr.json",
-    "ai_act": "law_trees/definitions/ai_act.json",
-}
-"""Definition file per regulation, relative to the data directory."""
+DEFINITION_FILES: Mapping[str, str] = RegistryView(
+    lambda: {spec.key: spec.definitions for spec in regulations()}
+)
+"""Definition file per regulation, relative to the data directory (read from the registry)."""
 
 _WS = re.compile(r"\s+")
 
@@ -120,7 +122,7 @@ class Definitions:
     """A regulation's definition dictionary.
 
     Args:
-        regulation: ``hipaa``, ``gdpr`` or ``ai_act``.
+        regulation: a registered regulation key (``hipaa``, ``gdpr``, ``ai_act``, ...).
         definitions: the definitions in file order.
         source: the file they were read from.
         report: what the loader noticed.
@@ -231,11 +233,12 @@ def _odd_key_reason(term: str, text: str) -> str | None:
     return None
 
 
-def load_hipaa_definitions(path: Path | str) -> Definitions:
+def load_hipaa_definitions(path: Path | str, regulation: str = "hipaa") -> Definitions:
     """Load ``hipaa/definitions.json`` (``{term: {"content": str, "source": str}}``).
 
     Args:
         path: the file.
+        regulation: the regulation key (another regulation's file in this format).
 
     Returns:
         The definitions; odd keys (``Header.``) are kept and listed in ``report.odd_keys``.
@@ -269,7 +272,7 @@ def load_hipaa_definitions(path: Path | str) -> Definitions:
         items.append(Definition(term, content.strip(), source))
     if problems:
         raise ValidationFailed(problems)
-    return Definitions("hipaa", items, str(path), report)
+    return Definitions(regulation, items, str(path), report)
 
 
 def load_flat_definitions(path: Path | str, regulation: str) -> Definitions:
@@ -307,25 +310,22 @@ def load_definitions(regulation: str, data_dir: Path | str | None = None) -> Def
     """Load a regulation's published definition dictionary.
 
     Args:
-        regulation: ``hipaa``, ``gdpr`` or ``ai_act``.
+        regulation: a registered regulation key (``hipaa``, ``gdpr``, ``ai_act``, ...).
         data_dir: the data directory; default `privacy_ci.data.data_dir()`.
 
     Returns:
         The definitions.
 
     Raises:
-        ValueError: unknown regulation.
+        UnknownRegulation: unknown regulation (a `ValueError`).
         ValidationFailed: the file is missing or invalid.
     """
-    if regulation not in DEFINITION_FILES:
-        raise ValueError(
-            f"unknown regulation {regulation!r}; expected one of {list(DEFINITION_FILES)}"
-        )
+    spec = get_regulation(regulation)
     if data_dir is None:
         from privacy_ci.data import data_dir as default_data_dir
 
         data_dir = default_data_dir()
-    path = Path(data_dir) / DEFINITION_FILES[regulation]
-    if regulation == "hipaa":
-        return load_hipaa_definitions(path)
-    return load_flat_definitions(path, regulation)
+    path = Path(data_dir) / spec.definitions
+    if spec.definitions_format == "checklist":
+        return load_hipaa_definitions(path, spec.key)
+    return load_flat_definitions(path, spec.key)

@@ -2,7 +2,8 @@
 
 It bundles the regulation tree, the annotated norms, the definition dictionary
 and, for HIPAA, the role and attribute graphs. `load_knowledge_base` builds it
-from the published files:
+from the files the regulation's registry entry names
+(`privacy_ci.regulations.RegulationSpec`); the built-in ones:
 
 * hipaa: ``hipaa/regulation_tree_goldcoin.graphml`` + ``hipaa/kb_annotated.json``
   (strict) + definitions + role and attribute graphs;
@@ -17,11 +18,12 @@ counts ours, and `KnowledgeBase.paper_comparison` puts them side by side.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from privacy_ci.knowledge._definitions import DEFINITION_FILES, Definitions, load_definitions
+from privacy_ci.errors import PrivacyCIError
+from privacy_ci.knowledge._definitions import Definitions, load_definitions
 from privacy_ci.knowledge._graphs import (
     AttributeGraph,
     RoleGraph,
@@ -40,9 +42,11 @@ from privacy_ci.knowledge._norms import (
 from privacy_ci.knowledge._vocabulary import NormType, ReferenceKind, normalise_norm_type
 from privacy_ci.regulations import (
     LoadReport,
+    RegistryView,
     RegulationTree,
-    load_hipaa_graphml,
-    load_privaci_law_tree,
+    get_regulation,
+    load_regulation_tree,
+    regulations,
 )
 
 __all__ = [
@@ -53,26 +57,11 @@ __all__ = [
     "load_knowledge_base",
 ]
 
-KB_FILES: dict[str, dict[str, str]] = {
-    "hipaa": {
-        "tree": "hipaa/regulation_tree_goldcoin.graphml",
-        "norms": "hipaa/kb_annotated.json",
-        "definitions": DEFINITION_FILES["hipaa"],
-        "role_graph": "hipaa/role_graph.graphml",
-        "attribute_graph": "hipaa/attribute_graph.graphml",
-    },
-    "gdpr": {
-        "tree": "law_trees/gdpr.graphml",
-        "norms": "kb/privaci_bench/gdpr.jsonl",
-        "definitions": DEFINITION_FILES["gdpr"],
-    },
-    "ai_act": {
-        "tree": "law_trees/ai_act.graphml",
-        "norms": "kb/privaci_bench/ai_act.jsonl",
-        "definitions": DEFINITION_FILES["ai_act"],
-    },
-}
-"""The source files of each regulation's knowledge base, relative to the data directory."""
+KB_FILES: Mapping[str, dict[str, str]] = RegistryView(
+    lambda: {spec.key: spec.kb_files() for spec in regulations()}
+)
+"""The source files of each regulation's knowledge base, relative to the data directory
+(read from the registry: `privacy_ci.regulations.RegulationSpec.kb_files`)."""
 
 PAPER_STATS: dict[str, int] = {
     "tree_internal_nodes": 642,
@@ -115,7 +104,7 @@ class KnowledgeBase:
     """One regulation's checklist: tree, norms, definitions and (HIPAA) graphs.
 
     Args:
-        regulation: ``hipaa``, ``gdpr`` or ``ai_act``.
+        regulation: a registered regulation key (``hipaa``, ``gdpr``, ``ai_act``, ...).
         tree: the regulation tree.
         norms: norm id -> norm, in KB file order.
         definitions: the definition dictionary (None if not loaded).
@@ -173,11 +162,14 @@ class KnowledgeBase:
             The norms.
 
         Raises:
-            ValueError: unknown norm type.
+            PrivacyCIError: unknown norm type.
         """
         wanted = norm_type if isinstance(norm_type, NormType) else normalise_norm_type(norm_type)
         if wanted is None:
-            raise ValueError(f"unknown norm type {norm_type!r}")
+            raise PrivacyCIError(
+                f"unknown norm type {norm_type!r}; expected one of"
+                f" {', '.join(t.value for t in NormType)}"
+            )
         return [n for n in self.norms.values() if n.norm_type is wanted]
 
     def references(self, node_id: str) -> tuple[Reference, ...]:
@@ -299,57 +291,52 @@ def load_knowledge_base(
     included), so there is no cache.
 
     Args:
-        regulation: ``hipaa``, ``gdpr`` or ``ai_act``.
+        regulation: a registered regulation key (``hipaa``, ``gdpr``, ``ai_act``, ...).
         data_dir: the data directory; default `privacy_ci.data.data_dir()`.
         resolve: builds the id resolver from the tree (e.g. `exact_resolver`).
+        hipaa_tree: for a regulation with eCFR pages (HIPAA), ``ecfr`` (parsed from
+            them, the default) or ``published`` (its GraphML tree); ignored otherwise.
 
     Returns:
         The knowledge base.
 
     Raises:
-        ValueError: unknown regulation.
+        UnknownRegulation: unknown regulation (a `ValueError`).
+        RegistryError: unknown ``hipaa_tree`` (a `ValueError`).
         DataMissingError: a source file is missing.
         ValidationFailed: a source file is invalid.
     """
-    if regulation not in KB_FILES:
-        raise ValueError(f"unknown regulation {regulation!r}; expected one of {list(KB_FILES)}")
+    spec = get_regulation(regulation)
+    variant = spec.check_tree(hipaa_tree)
     from privacy_ci import data as data_module
     from privacy_ci.errors import DataMissingError
 
     root = Path(data_dir) if data_dir is not None else data_module.data_dir()
-    missing = [rel for rel in KB_FILES[regulation].values() if not (root / rel).is_file()]
+    files = spec.kb_files()
+    missing = [rel for rel in files.values() if not (root / rel).is_file()]
     if missing:
         raise DataMissingError(
             f"{len(missing)} data file(s) missing from {root}: {', '.join(missing)}. "
             f"Run `{data_module.FETCH_COMMAND}` or set {data_module.DATA_ENV}."
         )
-    paths = {role: root / rel for role, rel in KB_FILES[regulation].items()}
-    tree_report: LoadReport | None
-    if regulation == "hipaa" and hipaa_tree == "ecfr":
+    paths = {role: root / rel for role, rel in files.items()}
+    tree, tree_report = load_regulation_tree(spec.key, root, variant)
+    if variant == "ecfr":
         # Our tree from the official eCFR pages; the KB's GoldCoin-spelled ids and
         # reference targets resolve to its canonical ids through the tree's aliases.
-        from privacy_ci.regulations import load_ecfr_tree
-
-        tree = load_ecfr_tree(root)
-        tree_report = None
-        paths["tree"] = root / "hipaa" / "ecfr"
+        paths["tree"] = root / Path(spec.ecfr[0]).parent
         resolver = resolve(tree) if resolve is not None else tree.resolve
-        norms, report = load_checklist_kb(paths["norms"], tree, resolver)
-    elif regulation == "hipaa":
-        if hipaa_tree != "published":
-            raise ValueError(f"hipaa_tree must be 'ecfr' or 'published', not {hipaa_tree!r}")
-        tree, tree_report = load_hipaa_graphml(paths["tree"])
-        resolver = (resolve or alias_resolver)(tree)
-        norms, report = load_checklist_kb(paths["norms"], tree, resolver)
     else:
-        tree, tree_report = load_privaci_law_tree(paths["tree"], regulation)
         resolver = (resolve or alias_resolver)(tree)
-        norms, report = load_privaci_kb(paths["norms"], regulation, tree, resolver)
+    if spec.kb_format == "checklist":
+        norms, report = load_checklist_kb(paths["norms"], tree, resolver, spec.kb_strict)
+    else:
+        norms, report = load_privaci_kb(paths["norms"], spec.key, tree, resolver, spec.kb_strict)
     return KnowledgeBase(
-        regulation=regulation,
+        regulation=spec.key,
         tree=tree,
         norms={n.id: n for n in norms},
-        definitions=load_definitions(regulation, root),
+        definitions=load_definitions(spec.key, root),
         role_graph=load_role_graph(paths["role_graph"]) if "role_graph" in paths else None,
         attribute_graph=(
             load_attribute_graph(paths["attribute_graph"]) if "attribute_graph" in paths else None

@@ -42,12 +42,12 @@ kb/privaci_bench/ai_act   False   21 malformed ids (``….article102.[*``,
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from privacy_ci.ci import FIELDS, Flow, Party, TransmissionPrinciple
 from privacy_ci.errors import ValidationFailed
 from privacy_ci.knowledge._vocabulary import (
     NormalisationReport,
@@ -61,7 +61,13 @@ from privacy_ci.knowledge._vocabulary import (
     normalise_scalar,
     normalise_ternary,
 )
-from privacy_ci.regulations import RegulationTree
+from privacy_ci.regulations import (
+    RegulationTree,
+    Resolver,
+    alias_resolver,
+    exact_resolver,
+    is_malformed_id,
+)
 
 __all__ = [
     "CHECKLIST_FIELDS",
@@ -79,24 +85,13 @@ __all__ = [
     "load_privaci_kb",
 ]
 
-Resolver = Callable[[str], str | None]
-"""Maps an id as written in a KB file to a tree node id (None: no such node)."""
-
 CHECKLIST_FIELDS: frozenset[str] = frozenset(
     {
         "text",
         "node_index",
         "refer_list",
         "norm_type",
-        "sender",
-        "recipient",
-        "subject",
-        "sender_role",
-        "recipient_role",
-        "subject_role",
-        "information_type",
-        "consent_form",
-        "purpose",
+        *FIELDS,
         "sender_is_subject",
         "recipient_is_subject",
     }
@@ -108,15 +103,7 @@ _CHECKLIST_OPTIONAL = frozenset({"gpt_response"})
 PRIVACI_FIELDS: frozenset[str] = frozenset(
     {
         "norm_type",
-        "sender",
-        "sender_role",
-        "recipient",
-        "recipient_role",
-        "subject",
-        "subject_role",
-        "information_type",
-        "consent_form",
-        "purpose",
+        *FIELDS,
         "sender_is_subject",
         "recipient_is_subject",
         "regulation_id",
@@ -133,10 +120,6 @@ STRICT_DEFAULTS: dict[str, bool] = {
     "privaci:ai_act": False,
 }
 """Default ``strict`` per ``format:regulation`` (see the module docstring)."""
-
-# Characters that never occur in a well-formed node id: they come from text
-# fragments cut into ids (AI Act ``article102.[*``, ``article105.‘5``).
-_MALFORMED_ID = re.compile(r"[\[\]*‘’“”\"{}<>\n\t]")
 
 
 # ---------------------------------------------------------------------------------
@@ -198,6 +181,18 @@ class Norm:
     source_id: str = field(default="", compare=False)
     origin: str = field(default="", compare=False)
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    @property
+    def flow(self) -> Flow:
+        """The norm's CI characteristics as a `Flow` (several annotated actors of one
+        party are joined with ``"; "``)."""
+        return Flow(
+            sender=Party("; ".join(self.sender) or None, self.sender_role),
+            recipient=Party("; ".join(self.recipient) or None, self.recipient_role),
+            subject=Party("; ".join(self.subject) or None, self.subject_role),
+            information_type=self.information_type,
+            principle=TransmissionPrinciple(self.purpose, self.consent_form),
+        )
 
     @property
     def is_norm(self) -> bool:
@@ -301,105 +296,8 @@ class KBLoadReport:
         return "\n".join(lines)
 
 
-# ---------------------------------------------------------------------------------
-# resolvers
-# ---------------------------------------------------------------------------------
-def exact_resolver(tree: RegulationTree) -> Resolver:
-    """The default resolver: an id resolves to itself if the tree has that node.
-
-    Args:
-        tree: the regulation tree.
-
-    Returns:
-        The resolver.
-    """
-
-    def resolve(kb_id: str) -> str | None:
-        return kb_id if kb_id in tree else None
-
-    return resolve
-
-
-_ROMAN = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100}
-
-
-def _roman_to_int(text: str) -> int | None:
-    if not text or any(ch not in _ROMAN for ch in text):
-        return None
-    total = 0
-    for i, ch in enumerate(text):
-        value = _ROMAN[ch]
-        total += -value if i + 1 < len(text) and _ROMAN[text[i + 1]] > value else value
-    return total
-
-
-_PAREN = re.compile(r"\(([^()]*)\)")
-_PARAGRAPH_LABEL = re.compile(r"[a-z]|[ivxlcdm]+|\d+")
-
-
-def _alias_key(node_id: str) -> str:
-    """Spelling-insensitive key of a node id.
-
-    Lowercase; ``%20``, whitespace, underscores and quotes removed; Roman chapter
-    numbers read as numbers; parentheses around a *term* (not a paragraph label
-    such as ``(a)``, ``(iv)``, ``(2)``) removed. So ``160.103(Business associate)(1)``
-    and ``160.103(Business%20associate)(1)`` share a key, and so do
-    ``164.504(a)(Plan administration functions)`` and
-    ``164.504(a)Planadministrationfunctions``; ``Article 4(6)`` and ``Article 46``
-    do not.
-    """
-    text = node_id.replace("%20", " ").lower()
-    text = re.sub(
-        r"\b(chapter)[ _]+([ivxlc]+)\b",
-        lambda m: f"{m.group(1)}{_roman_to_int(m.group(2))}",
-        text,
-    )
-    text = re.sub(r"[\s_\"'‘’“”]+", "", text)
-
-    def unwrap(m: re.Match[str]) -> str:
-        inner = m.group(1)
-        return m.group(0) if _PARAGRAPH_LABEL.fullmatch(inner) else inner
-
-    return _PAREN.sub(unwrap, text)
-
-
-def alias_resolver(tree: RegulationTree) -> Resolver:
-    """A resolver tolerant of spelling differences, for ids that are not exact node ids.
-
-    Tried in order: the exact id; a spelling-insensitive key (case, ``%20`` vs
-    spaces, whitespace, quotes, brackets and underscores ignored; Roman chapter
-    numbers read as numbers), so ``160.103(Business associate)(1)`` finds
-    ``160.103(Business%20associate)(1)``, ``164.504(a)(Plan administration
-    functions)`` finds ``164.504(a)Planadministrationfunctions`` and
-    ``article_89``/``Chapter III`` find GDPR ``Article 89``/``Chapter 3``; finally
-    a bare last segment of a dotted id (AI Act ``article5`` ->
-    ``EU_AI_ACT.chapter2.article5``). Keys shared by several nodes are ambiguous and
-    never used.
-
-    Args:
-        tree: the regulation tree.
-
-    Returns:
-        The resolver.
-    """
-    by_key: dict[str, str | None] = {}
-    by_tail: dict[str, str | None] = {}
-    for node_id in tree.nodes:
-        key = _alias_key(node_id)
-        by_key[key] = None if key in by_key and by_key[key] != node_id else node_id
-        if "." in node_id and not node_id[0].isdigit():
-            tail = node_id.rsplit(".", 1)[1]
-            if tail[:1].isalpha() and any(ch.isdigit() for ch in tail):
-                tkey = _alias_key(tail)
-                by_tail[tkey] = None if tkey in by_tail and by_tail[tkey] != node_id else node_id
-
-    def resolve(kb_id: str) -> str | None:
-        if kb_id in tree:
-            return kb_id
-        key = _alias_key(kb_id)
-        return by_key.get(key) or by_tail.get(key)
-
-    return resolve
+# The resolvers (`exact_resolver`, `alias_resolver`) and every other id spelling
+# rule live in `privacy_ci.regulations._ids`; they are re-exported here.
 
 
 # ---------------------------------------------------------------------------------
@@ -450,7 +348,7 @@ def _resolve_id(
     if not kb_id.strip():
         problems.append("empty node id")
         return None
-    if _MALFORMED_ID.search(kb_id):
+    if is_malformed_id(kb_id):
         problems.append(
             f"malformed node id {kb_id!r} (contains a text fragment such as '[' or a curly quote)"
         )

@@ -26,6 +26,8 @@ from dataclasses import field as _field
 from enum import StrEnum
 from typing import Any
 
+from privacy_ci.ci import is_placeholder
+
 __all__ = [
     "CONSENT_FORMS",
     "NormType",
@@ -128,11 +130,6 @@ _CONSENT_SYNONYMS: dict[str, str] = {
     "written notice to the individual": "written notice",
 }
 
-_PLACEHOLDER = re.compile(
-    r"(none|null|nil|nan|n/?a|unknown|unspecified|none specified|not specified|"
-    r"not mentioned|not applicable|not sure|\*\*none\*\*)\W*"
-)
-_NONE_WITH_REMARK = re.compile(r"none\s*\(.*\)")
 _TRAILING_REMARK = re.compile(r"^(?P<base>[^()]+?)\s*(\(.*\)|under §.*)$")
 _TRAILING_PUNCT = ";.,:"
 _WS = re.compile(r"\s+")
@@ -298,18 +295,6 @@ def clean_text(value: str) -> str:
     return text
 
 
-def is_placeholder(cleaned: str) -> bool:
-    """Whether a cleaned value means "no value" (``none``, ``null``, ``n/a``, ``""``, ...).
-
-    Args:
-        cleaned: a value passed through `clean_text`.
-
-    Returns:
-        True for placeholders.
-    """
-    return not cleaned or _PLACEHOLDER.fullmatch(cleaned) is not None
-
-
 def _describe_change(raw: str, cleaned: str) -> str | None:
     """Name the cleaning rule that turned `raw` into `cleaned` (None if unchanged)."""
     if raw == cleaned:
@@ -335,9 +320,6 @@ def _clean_one(
     cleaned = clean_text(value)
     if is_placeholder(cleaned):
         report.note(field_name, f"placeholder {value!r} -> None")
-        return None
-    if _NONE_WITH_REMARK.fullmatch(cleaned):
-        report.note(field_name, "'none (remark)' -> None")
         return None
     change = _describe_change(value, cleaned)
     if change:

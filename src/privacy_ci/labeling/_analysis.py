@@ -23,8 +23,9 @@ from privacy_ci.labeling._labeler import LabelingRun
 from privacy_ci.labeling._schema import MODEL_FIELDS, ProposedLabel, substitute
 from privacy_ci.llm._scripted import is_test_double
 
-Flow = tuple[str, str]
-"""(agent id, document id)."""
+FlowKey = tuple[str, str]
+"""One Conductor flow by its keys: (agent id, document id); the gate decides it from
+the agent's role and assignments and the document's label, never a `privacy_ci.ci.Flow`."""
 
 FAILED = "label failed"
 
@@ -49,23 +50,23 @@ class Adjudicator:
             return None
         return substitute(self.authored[doc_id], proposed, self.corpus.policy)
 
-    def decide_doc(self, label: Label | None, doc_id: str) -> dict[Flow, bool]:
+    def decide_doc(self, label: Label | None, doc_id: str) -> dict[FlowKey, bool]:
         """Every agent's decision for one document (all Deny when it has no label)."""
         if label is None:
             return {(r.id, doc_id): False for r in self.requesters}
         return {(r.id, doc_id): self.gate.decide(r, label).permitted for r in self.requesters}
 
-    def decide_all(self, labels: Mapping[str, Label | None]) -> dict[Flow, bool]:
-        out: dict[Flow, bool] = {}
+    def decide_all(self, labels: Mapping[str, Label | None]) -> dict[FlowKey, bool]:
+        out: dict[FlowKey, bool] = {}
         for doc_id in self.authored:
             out.update(self.decide_doc(labels.get(doc_id), doc_id))
         return out
 
-    def decisions(self, proposed: Mapping[str, ProposedLabel | None]) -> dict[Flow, bool]:
+    def decisions(self, proposed: Mapping[str, ProposedLabel | None]) -> dict[FlowKey, bool]:
         """Decisions with every document's label replaced by `proposed` (None = failed)."""
         return self.decide_all({d: self.label_of(d, proposed.get(d)) for d in self.authored})
 
-    def induced(self, decisions: Mapping[Flow, bool]) -> tuple[list[Flow], list[Flow]]:
+    def induced(self, decisions: Mapping[FlowKey, bool]) -> tuple[list[FlowKey], list[FlowKey]]:
         """(privacy violations, over-blocks) against the authored policy."""
         pv = [f for f, ok in decisions.items() if ok and not self.authored_decisions[f]]
         ob = [f for f, ok in decisions.items() if not ok and self.authored_decisions[f]]
@@ -194,7 +195,7 @@ class LabelingReport:
 
 def conformance(
     adj: Adjudicator, proposed: Mapping[str, ProposedLabel | None]
-) -> tuple[Conformance, dict[Flow, bool]]:
+) -> tuple[Conformance, dict[FlowKey, bool]]:
     """Tier and ACL conformance, induced violations and over-blocks, and O:U of one draw."""
     tier = acl = added = omitted = failures = 0
     for doc_id, authored in adj.authored.items():
@@ -223,7 +224,7 @@ def conformance(
 
 
 def attribute(
-    adj: Adjudicator, proposed: Mapping[str, ProposedLabel | None], flows: Sequence[Flow]
+    adj: Adjudicator, proposed: Mapping[str, ProposedLabel | None], flows: Sequence[FlowKey]
 ) -> dict[str, int]:
     """Counterfactual flip-back (section V-F) for flows whose decision changed.
 
@@ -282,7 +283,7 @@ def majority_label(draws: Sequence[ProposedLabel | None]) -> ProposedLabel | Non
 def _stability(
     adj: Adjudicator,
     draws: Sequence[Mapping[str, ProposedLabel | None]],
-    decisions: Sequence[Mapping[Flow, bool]],
+    decisions: Sequence[Mapping[FlowKey, bool]],
     per_draw: Sequence[Conformance],
 ) -> Stability:
     tier = acl = everything = 0
@@ -344,7 +345,7 @@ def analyze_run(run: LabelingRun, corpus: Corpus, *, allow_partial: bool = False
         )
     draws = [run.draw(n) for n in range(1, run.draws + 1)]
     per_draw: list[Conformance] = []
-    decisions: list[dict[Flow, bool]] = []
+    decisions: list[dict[FlowKey, bool]] = []
     for labels in draws:
         result, decided = conformance(adj, labels)
         per_draw.append(result)

@@ -127,17 +127,15 @@ def render_user_prompt(
         corpus: the corpus.
         doc_id: the document.
         template: the user prompt (default: the paper's).
-        content: the document text (default: generated from its label).
+        content: the document text (default: the corpus's, `Corpus.content`).
     """
-    from privacy_ci.conductor._content import render_document
-
     label = corpus.label(doc_id)
     template = template or load_labeler_prompt(USER_PROMPT)
     return template.render(
         title=label.title or label.doc_id,
         document_type=label.document_type,
         subject_name=subject_name(label, corpus),
-        content=render_document(label, corpus) if content is None else content,
+        content=corpus.content(doc_id) if content is None else content,
     )
 
 
@@ -164,8 +162,6 @@ class Labeler:
         settings: GenerationSettings | None = None,
         parse_retries: int = PARSE_RETRIES,
     ) -> None:
-        from privacy_ci.conductor._content import render_document
-
         if parse_retries < 0:
             raise ValueError("parse_retries must be 0 or more")
         self.client = client
@@ -181,7 +177,7 @@ class Labeler:
         base = settings or GenerationSettings()
         self.settings = replace(base, json_schema=self.schema, schema_name="document_label")
         self.parse_retries = parse_retries
-        self._contents = {label.doc_id: render_document(label, corpus) for label in corpus.labels}
+        self._contents = {label.doc_id: corpus.content(label.doc_id) for label in corpus.labels}
 
     @property
     def backend(self) -> str:

@@ -36,6 +36,7 @@ import anthropic
 from anthropic.types import Message as AnthropicMessage
 from anthropic.types import MessageParam, ToolChoiceToolParam, ToolParam
 
+from privacy_ci.llm._capabilities import Capabilities, Capability
 from privacy_ci.llm._config import LLMConfig, StructuredMode
 from privacy_ci.llm._transport import (
     LoopClients,
@@ -80,6 +81,7 @@ class AnthropicBackend:
     """
 
     provider = "anthropic"
+    capabilities = Capabilities(frozenset({Capability.JSON_SCHEMA, Capability.TOOLS}))
 
     def __init__(
         self,

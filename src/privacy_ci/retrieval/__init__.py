@@ -12,7 +12,8 @@
   (embeddings plus the role graph).
 * `verify_ids`: normalise and validate the ids an LLM writes (agent-based retrieval).
 * `fuse` (reciprocal rank fusion), `expand` (support references, definitions),
-  `HybridRetriever`, and `build_retriever(name, kb)` for every named retriever.
+  `HybridRetriever`, and the registry: `build_retriever(name, kb)` for every
+  registered retriever, `register_retriever` to add one.
 * `evaluate_retrieval` / `evaluate_many`: recall@k, any-hit@k, MRR and nDCG@10
   against gold ids with the subtree hit rule; `load_eval_cases` for the datasets.
 
@@ -73,15 +74,21 @@ from privacy_ci.retrieval._eval import (
 )
 from privacy_ci.retrieval._hybrid import (
     BEST_HYBRID,
-    RETRIEVER_NAMES,
     Expansion,
     HybridRetriever,
-    build_retriever,
     definition_nodes,
     expand,
     fuse,
 )
 from privacy_ci.retrieval._ids import RejectedId, VerifiedIds, extract_citations, verify_ids
+from privacy_ci.retrieval._registry import (
+    RETRIEVERS,
+    RetrieverOptions,
+    RetrieverSpec,
+    build_retriever,
+    register_retriever,
+    retriever_names,
+)
 from privacy_ci.retrieval._roles import RoleKeywordRetriever, RolesConfig, split_role
 
 __all__ = [
@@ -93,7 +100,7 @@ __all__ = [
     "PAPER_CONFIG",
     "PAPER_MODEL",
     "PLUS_CONFIG",
-    "RETRIEVER_NAMES",
+    "RETRIEVERS",
     "BM25Config",
     "BM25Retriever",
     "CaseMetrics",
@@ -111,6 +118,8 @@ __all__ = [
     "RetrievalQuery",
     "RetrievalResult",
     "Retriever",
+    "RetrieverOptions",
+    "RetrieverSpec",
     "RoleKeywordRetriever",
     "RolesConfig",
     "Tokenizer",
@@ -139,8 +148,10 @@ __all__ = [
     "load_eval_cases",
     "path_text",
     "rank_with_tree",
+    "register_retriever",
     "resolve_model",
     "retrieval_cache_dir",
+    "retriever_names",
     "split_role",
     "verify_ids",
 ]

@@ -17,10 +17,11 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from privacy_ci.ci import CHARACTERISTICS, Flow
 from privacy_ci.errors import PrivacyCIError
 
 if TYPE_CHECKING:
@@ -43,15 +44,9 @@ __all__ = [
     "retrieval_cache_dir",
 ]
 
-CI_FIELDS: tuple[str, ...] = (
-    "sender_role",
-    "recipient_role",
-    "subject_role",
-    "information_type",
-    "purpose",
-    "consent_form",
-)
-"""The CI characteristics a `RetrievalQuery` may carry besides its text."""
+CI_FIELDS: tuple[str, ...] = CHARACTERISTICS
+"""The CI characteristics a `RetrievalQuery` may carry besides its text
+(`privacy_ci.ci.CHARACTERISTICS`: roles, information type, purpose, consent)."""
 
 
 class RetrievalError(PrivacyCIError):
@@ -86,76 +81,55 @@ class Hit:
 
 @dataclass(frozen=True, slots=True)
 class RetrievalQuery:
-    """A query: the case text and, optionally, its CI characteristics (section 4.1).
+    """A query: the case text and, optionally, its flow's CI characteristics (section 4.1).
 
     Args:
         text: the case / event description.
-        sender_role, recipient_role, subject_role: the actors' roles.
-        information_type: the transmitted attribute.
-        purpose: the purpose of the transmission.
-        consent_form: the consent given, if any.
+        flow: the case's flow; retrievers read its characteristics (the parties'
+            roles, the information type, the purpose and the consent form), never
+            the parties' names.
     """
 
     text: str = ""
-    sender_role: str | None = None
-    recipient_role: str | None = None
-    subject_role: str | None = None
-    information_type: str | None = None
-    purpose: str | None = None
-    consent_form: str | None = None
+    flow: Flow = field(default_factory=Flow)
 
     @classmethod
     def from_case(cls, case: Any, use_ci: bool = True) -> RetrievalQuery:
-        """Build a query from any case-like object (attributes or a mapping).
+        """Build a query from a `privacy_ci.cases.Case`, or a case-like mapping.
 
         Args:
-            case: an object with ``text`` (or ``context``/``case_content``) and
-                optionally the `CI_FIELDS` (list values are joined with ``; ``).
-            use_ci: copy the CI fields (False: the text alone).
+            case: a `Case` (its ``text`` and ``flow``), or a mapping with ``text``
+                (or ``context``/``case_content``) and some of the flat CI fields.
+            use_ci: keep the CI characteristics (False: the text alone).
 
         Returns:
             The query.
         """
-
-        def get(name: str) -> Any:
-            if isinstance(case, Mapping):
-                return case.get(name)
-            return getattr(case, name, None)
-
-        text = get("text") or get("context") or get("case_content") or ""
-        values: dict[str, str | None] = {}
-        if use_ci:
-            for name in CI_FIELDS:
-                values[name] = _field_text(get(name))
-        return cls(str(text), **values)
+        if isinstance(case, Mapping):
+            text = case.get("text") or case.get("context") or case.get("case_content") or ""
+            flow = Flow.of(case)
+        else:
+            text, flow = case.text, case.flow
+        return cls(str(text), flow if use_ci else Flow())
 
     def ci_values(self) -> dict[str, str]:
-        """The CI fields that have a value.
-
-        Returns:
-            Field name -> value, in `CI_FIELDS` order.
-        """
-        out: dict[str, str] = {}
-        for name in CI_FIELDS:
-            value = getattr(self, name)
-            if value and value.strip():
-                out[name] = value.strip()
-        return out
+        """The CI characteristics that have a value, in `CI_FIELDS` order."""
+        return self.flow.characteristics()
 
     @property
     def has_ci(self) -> bool:
-        """Whether any CI field has a value."""
+        """Whether any CI characteristic has a value."""
         return bool(self.ci_values())
 
     @property
     def roles(self) -> dict[str, str]:
         """The role fields with a value: ``{"sender": ..., "recipient": ..., "subject": ...}``."""
-        out: dict[str, str] = {}
-        for slot in ("sender", "recipient", "subject"):
-            value = getattr(self, f"{slot}_role")
-            if value and value.strip():
-                out[slot] = value.strip()
-        return out
+        parties = (
+            ("sender", self.flow.sender),
+            ("recipient", self.flow.recipient),
+            ("subject", self.flow.subject),
+        )
+        return {slot: party.role for slot, party in parties if party.role}
 
     def is_empty(self) -> bool:
         """True when there is neither text nor a CI value."""
@@ -182,16 +156,6 @@ class RetrievalQuery:
             A query with the text alone.
         """
         return RetrievalQuery(self.text)
-
-
-def _field_text(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, list | tuple):
-        items = [str(v).strip() for v in value if v is not None and str(v).strip()]
-        return "; ".join(items) or None
-    text = str(value).strip()
-    return text or None
 
 
 def as_query(query: str | RetrievalQuery) -> RetrievalQuery:

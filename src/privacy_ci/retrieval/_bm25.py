@@ -47,15 +47,15 @@ import json
 import re
 import shutil
 import time
-import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+# the package's one tokenizer, shared with the store's index terms (privacy_ci._tokenize)
+from privacy_ci._tokenize import BM25_PLUS_TOKENIZER, PAPER_TOKENIZER, Tokenizer
 from privacy_ci.retrieval._base import (
     Hit,
     RetrievalError,
@@ -84,68 +84,6 @@ __all__ = [
     "path_text",
     "rank_with_tree",
 ]
-
-# ---------------------------------------------------------------------------------
-# tokenisation
-# ---------------------------------------------------------------------------------
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-
-
-@lru_cache(maxsize=4)
-def _stopwords(language: str) -> frozenset[str]:
-    from bm25s.stopwords import STOPWORDS_EN_PLUS  # type: ignore[import-untyped]
-
-    if language != "english":  # pragma: no cover - only English is configured
-        raise RetrievalError(f"no stop-word list for {language!r}")
-    return frozenset(STOPWORDS_EN_PLUS)
-
-
-@lru_cache(maxsize=4)
-def _stemmer(language: str) -> Any:
-    try:
-        import Stemmer  # type: ignore[import-not-found]
-    except ImportError as exc:  # pragma: no cover - PyStemmer is a dependency of bm25s extras
-        raise RetrievalError("stemming needs PyStemmer (`pip install PyStemmer`)") from exc
-    return Stemmer.Stemmer(language)
-
-
-@dataclass(frozen=True, slots=True)
-class Tokenizer:
-    """Text -> tokens, the same for documents and queries.
-
-    Args:
-        split: ``whitespace`` (``text.lower().split()``: the paper baseline) or
-            ``words`` (runs of letters and digits after Unicode case folding and
-            NFKC normalisation).
-        stopwords: drop English stop words (bm25s ``STOPWORDS_EN_PLUS``).
-        stem: Snowball-stem with PyStemmer.
-        language: the stemmer / stop-word language.
-    """
-
-    split: Literal["whitespace", "words"] = "words"
-    stopwords: bool = True
-    stem: bool = True
-    language: str = "english"
-
-    def __call__(self, text: str) -> list[str]:
-        """Tokenise.
-
-        Args:
-            text: any text.
-
-        Returns:
-            The tokens, in order, repeats kept.
-        """
-        if self.split == "whitespace":
-            tokens = text.lower().split()
-        else:
-            tokens = _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
-        if self.stopwords:
-            stop = _stopwords(self.language)
-            tokens = [t for t in tokens if t not in stop]
-        if self.stem and tokens:
-            tokens = list(_stemmer(self.language).stemWords(tokens))
-        return tokens
 
 
 # ---------------------------------------------------------------------------------
@@ -184,16 +122,7 @@ def _norm_annotation(kb: KnowledgeBase, node_id: str) -> list[str]:
     if norm is None:
         return []
     parts: list[str] = [*norm.sender, *norm.recipient, *norm.subject]
-    for value in (
-        norm.sender_role,
-        norm.recipient_role,
-        norm.subject_role,
-        norm.information_type,
-        norm.purpose,
-        norm.consent_form,
-    ):
-        if value:
-            parts.append(value)
+    parts.extend(norm.flow.characteristics().values())
     return parts
 
 
@@ -405,14 +334,14 @@ class BM25Config:
 PAPER_CONFIG = BM25Config(
     name="bm25-paper",
     recipe=DocumentRecipe(units="leaves", text="own"),
-    tokenizer=Tokenizer(split="whitespace", stopwords=False, stem=False),
+    tokenizer=PAPER_TOKENIZER,
 )
 """The paper-faithful baseline (see the module docstring)."""
 
 PLUS_CONFIG = BM25Config(
     name="bm25-plus",
     recipe=DocumentRecipe(units="leaves", text="path", norm_fields=True, definitions="terms"),
-    tokenizer=Tokenizer(split="words", stopwords=True, stem=True),
+    tokenizer=BM25_PLUS_TOKENIZER,
     query_ci=True,
 )
 """Our improved variant (see the module docstring)."""

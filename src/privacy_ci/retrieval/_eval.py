@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from privacy_ci.regulations import RegistryView, find_regulation, regulations
 from privacy_ci.retrieval._base import RetrievalError, RetrievalQuery, Retriever
 
 if TYPE_CHECKING:
@@ -55,17 +56,15 @@ __all__ = [
     "load_eval_cases",
 ]
 
-DATASETS: tuple[str, ...] = ("real", "synthetic", "privaci-hipaa", "privaci-gdpr", "privaci-ai_act")
-"""The datasets `load_eval_cases` knows."""
+DATASET_REGULATION: Mapping[str, str] = RegistryView(
+    lambda: {name: spec.key for spec in regulations() for name in spec.eval_datasets}
+)
+"""The regulation (knowledge base) each dataset is judged against, read from the
+registry (`privacy_ci.regulations.RegulationSpec.eval_datasets`)."""
 
-DATASET_REGULATION: dict[str, str] = {
-    "real": "hipaa",
-    "synthetic": "hipaa",
-    "privaci-hipaa": "hipaa",
-    "privaci-gdpr": "gdpr",
-    "privaci-ai_act": "ai_act",
-}
-"""The regulation (knowledge base) each dataset is judged against."""
+DATASETS: tuple[str, ...] = tuple(DATASET_REGULATION)
+"""The datasets `load_eval_cases` knows (as imported; `dataset_regulation` also knows
+regulations registered since)."""
 
 QueryMode = Literal["text", "ci"]
 
@@ -80,7 +79,7 @@ def dataset_regulation(dataset: str) -> str:
         dataset: a `privacy_ci.cases` dataset name.
 
     Returns:
-        ``hipaa``, ``gdpr`` or ``ai_act``.
+        A registered regulation key (``hipaa``, ``gdpr``, ``ai_act``, ...).
 
     Raises:
         RetrievalError: the dataset is unknown or has no regulation tree (``privaci-aclu``).
@@ -91,11 +90,11 @@ def dataset_regulation(dataset: str) -> str:
 
     if dataset not in DATASET_NAMES:
         raise RetrievalError(
-            f"unknown dataset {dataset!r}; expected one of {', '.join(DATASETS)} "
+            f"unknown dataset {dataset!r}; expected one of {', '.join(DATASET_REGULATION)} "
             f"(or another of {', '.join(DATASET_NAMES)})"
         )
     regulation = load_dataset(dataset, resolve_gold=False).protocol.regulation
-    if regulation not in ("hipaa", "gdpr", "ai_act"):
+    if find_regulation(regulation) is None:
         raise RetrievalError(f"dataset {dataset!r} ({regulation}) has no regulation tree")
     return regulation
 

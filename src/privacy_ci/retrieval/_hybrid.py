@@ -14,9 +14,9 @@ the tree nodes that define the terms its text uses (HIPAA ``160.103(...)``,
 ``decay * score(hit)`` unless it already scores higher. Expansions never push
 out the hits that caused them: they are merged into the ranking by score.
 
-`HybridRetriever` fuses any retrievers and optionally expands; `build_retriever`
-makes every retriever the CLI and the benchmark know by name, including
-``hybrid`` (our best configuration, see `BEST_HYBRID`).
+`HybridRetriever` fuses any retrievers and optionally expands; the registry
+(`privacy_ci.retrieval._registry`) builds ``hybrid``, our best configuration
+(`BEST_HYBRID`), by name.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from privacy_ci.retrieval._base import (
@@ -41,10 +40,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BEST_HYBRID",
-    "RETRIEVER_NAMES",
     "Expansion",
     "HybridRetriever",
-    "build_retriever",
     "definition_nodes",
     "expand",
     "fuse",
@@ -274,16 +271,6 @@ class HybridRetriever:
 # ---------------------------------------------------------------------------------
 # the named retrievers
 # ---------------------------------------------------------------------------------
-RETRIEVER_NAMES: tuple[str, ...] = (
-    "bm25-paper",
-    "bm25-plus",
-    "dense",
-    "dense-paper",
-    "roles",
-    "hybrid",
-)
-"""The names `build_retriever` knows (``dense-paper`` needs all-mpnet-base-v2 locally)."""
-
 BEST_HYBRID: Mapping[str, Any] = {
     "members": ("bm25-plus", "dense"),
     "weights": (1.0, 0.5),
@@ -298,67 +285,3 @@ queries averaged): members from {bm25-plus, dense, roles}, weights from
 no figure at k <= 10). The real cases and the PrivaCI-Bench sets were not used
 to choose it.
 """
-
-
-def build_retriever(
-    name: str,
-    kb: KnowledgeBase,
-    cache: bool | Path | str = True,
-    model: str | None = None,
-    _built: dict[str, Retriever] | None = None,
-) -> Retriever:
-    """Make a retriever by name.
-
-    Args:
-        name: one of `RETRIEVER_NAMES`.
-        kb: the knowledge base.
-        cache: index / embedding cache (as for `BM25Retriever`).
-        model: the embedding model of ``dense``, ``roles`` and ``hybrid`` (default MiniLM).
-        _built: retrievers already built (name -> retriever), reused by ``hybrid``.
-
-    Returns:
-        The retriever.
-
-    Raises:
-        RetrievalError: unknown name.
-        ModelUnavailableError: the embedding model is not available locally.
-    """
-    from dataclasses import replace
-
-    from privacy_ci.retrieval._bm25 import bm25_paper, bm25_plus
-    from privacy_ci.retrieval._dense import DEFAULT_MODEL, PAPER_MODEL, DenseConfig, DenseRetriever
-    from privacy_ci.retrieval._roles import RoleKeywordRetriever, RolesConfig
-
-    built = _built if _built is not None else {}
-    if name in built:
-        return built[name]
-    emb = model or DEFAULT_MODEL
-    retriever: Retriever
-    if name == "bm25-paper":
-        retriever = bm25_paper(kb, cache)
-    elif name == "bm25-plus":
-        retriever = bm25_plus(kb, cache)
-    elif name == "dense":
-        retriever = DenseRetriever(kb, DenseConfig(model=emb), cache)
-    elif name == "dense-paper":
-        retriever = DenseRetriever(
-            kb, replace(DenseConfig(), name="dense-paper", model=PAPER_MODEL), cache
-        )
-    elif name == "roles":
-        retriever = RoleKeywordRetriever(kb, RolesConfig(model=emb))
-    elif name == "hybrid":
-        members = [build_retriever(m, kb, cache, model, built) for m in BEST_HYBRID["members"]]
-        retriever = HybridRetriever(
-            members,
-            weights=BEST_HYBRID["weights"],
-            k_rrf=BEST_HYBRID["k_rrf"],
-            expansion=BEST_HYBRID["expansion"],
-            name="hybrid",
-            kb=kb,
-        )
-    else:
-        raise RetrievalError(
-            f"unknown retriever {name!r}; expected one of {', '.join(RETRIEVER_NAMES)}"
-        )
-    built[name] = retriever
-    return retriever

@@ -250,9 +250,9 @@ class RoleKeywordRetriever:
             mentions = self.mentioned_roles(q.text)[:12]
             pairs = [(s, m, 1.0) for m in mentions for s in SLOTS]
         attrs = [
-            (f, getattr(q, f), cfg.attribute_weight)
+            (f, value, cfg.attribute_weight)
             for f in ("information_type", "purpose")
-            if cfg.attribute_weight > 0 and getattr(q, f)
+            if cfg.attribute_weight > 0 and (value := q.flow.get(f))
         ]
         best: dict[tuple[int, str], float] = {}
         for field_name, text, weight in [*pairs, *attrs]:

@@ -88,6 +88,7 @@ from privacy_ci.service._models import (
     LabelActionRequest,
     LabelOut,
     LabelsResponse,
+    MethodsResponse,
     RetrieveRequest,
     RetrieveResponse,
     StatusResponse,
@@ -104,7 +105,7 @@ from privacy_ci.store import (
 
 if TYPE_CHECKING:
     from privacy_ci.judging import Judgment
-    from privacy_ci.store import RetrievalResult
+    from privacy_ci.store import GatedRetrieval
 
 T = TypeVar("T")
 log = logging.getLogger("privacy_ci.service")
@@ -503,7 +504,7 @@ def create_app(store: DocumentStore, settings: ServiceSettings) -> FastAPI:
         """Ask the assistant: it answers from the documents admitted for the requester only."""
         decisions_cost(who, body.k + 1)
 
-        async def job() -> tuple[RetrievalResult, Answer]:
+        async def job() -> tuple[GatedRetrieval, Answer]:
             result = retrieve_for(store, who.requester, body.question, body.k, action="ask")
             return result, await assistant.answer(body.question, result)
 
@@ -564,15 +565,7 @@ def create_app(store: DocumentStore, settings: ServiceSettings) -> FastAPI:
                 f" {settings.max_event_chars:,} (the model's context must also hold the"
                 " method's prompt and the regulation text it retrieves)"
             )
-        event = Event(
-            text=body.event,
-            sender_role=body.sender_role,
-            recipient_role=body.recipient_role,
-            subject_role=body.subject_role,
-            information_type=body.information_type,
-            purpose=body.purpose,
-            consent_form=body.consent_form,
-        )
+        event = Event(text=body.event, flow=body.flow())
 
         async def job() -> Judgment:
             method = await judge_method(body.method)
@@ -589,6 +582,18 @@ def create_app(store: DocumentStore, settings: ServiceSettings) -> FastAPI:
             raise _unavailable("the judging pipeline", exc) from None
         out: dict[str, Any] = judgment.as_dict()
         return out
+
+    @app.get("/v1/methods", response_model=MethodsResponse, tags=["checklist"], responses=_ERRORS)
+    async def methods(who: Who) -> dict[str, Any]:
+        """The judging methods ``/v1/judge`` accepts (the method registry)."""
+        from privacy_ci.judging import METHODS
+
+        return {
+            "methods": [
+                {"name": m.name, "title": m.title, "steps": list(m.steps), "needs_kb": m.needs_kb}
+                for m in METHODS.values()
+            ]
+        }
 
     @app.get("/v1/labels", response_model=LabelsResponse, tags=["labels"], responses=_ERRORS)
     async def labels(

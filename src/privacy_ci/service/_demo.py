@@ -27,20 +27,11 @@ DEMO_QUESTION = "What did Aiko Tanaka's lipid panel show?"
 def _client_or_reason(client: LLMClient | None) -> tuple[LLMClient | None, str | None]:
     if client is not None:
         return client, None
-    from privacy_ci.errors import PrivacyCIError
-    from privacy_ci.llm import load_llm_config, make_client
+    from privacy_ci.llm import load_llm_config, make_client, unavailable_reason
 
     config = load_llm_config()
-    if config.provider == "embedded":
-        from privacy_ci.llm._embedded import default_model_path, llama_cpp_available
-
-        if not llama_cpp_available():
-            return None, "llama-cpp-python is not installed"
-        try:
-            default_model_path() if not config.model_path else None
-        except PrivacyCIError as exc:
-            return None, str(exc)
-    return make_client(config), None
+    reason = unavailable_reason(config)
+    return (None, reason) if reason else (make_client(config), None)
 
 
 def demo_assistant(

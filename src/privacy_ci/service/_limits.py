@@ -73,6 +73,7 @@ class Rate:
 
     def __post_init__(self) -> None:
         if self.per_s <= 0 or self.burst < 1:
+            # a programming error: rates come from code (ServiceSettings), not users
             raise ValueError("a rate needs per_s > 0 and burst >= 1")
 
 
@@ -143,6 +144,7 @@ class WorkPool:
 
     def __init__(self, name: str, slots: int, queue: int) -> None:
         if slots < 1 or queue < 0:
+            # a programming error: the CLI checks --model-slots and --model-queue first
             raise ValueError("a work pool needs slots >= 1 and queue >= 0")
         self.name = name
         self.slots = slots

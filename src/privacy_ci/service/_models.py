@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from privacy_ci.ci import FIELDS, Flow
 from privacy_ci.store import MAX_K
 
 
@@ -42,7 +43,10 @@ class AskRequest(_Body):
 
 
 class JudgeRequest(_Body):
-    """Judge an information flow against HIPAA with a Privacy Checklist pipeline."""
+    """Judge an information flow against HIPAA with a Privacy Checklist pipeline.
+
+    The CI fields are the flow's (`privacy_ci.ci.FIELDS`); all optional.
+    """
 
     event: str = Field(
         min_length=1,
@@ -50,16 +54,32 @@ class JudgeRequest(_Body):
         description="The event or case text (the service may accept less: see its 413).",
     )
     method: str = Field(
-        "bm25-content",
-        description="dp | cot-auto | cot-manual | agent-id | bm25-content | ci-es-content"
-        " | flow-judge",
+        "bm25-content", description="A judging method (GET /v1/methods lists them)."
     )
+    sender: str | None = Field(None, max_length=500)
     sender_role: str | None = Field(None, max_length=500)
+    recipient: str | None = Field(None, max_length=500)
     recipient_role: str | None = Field(None, max_length=500)
+    subject: str | None = Field(None, max_length=500)
     subject_role: str | None = Field(None, max_length=500)
     information_type: str | None = Field(None, max_length=500)
     purpose: str | None = Field(None, max_length=500)
     consent_form: str | None = Field(None, max_length=500)
+
+    def flow(self) -> Flow:
+        """The request's CI fields as a `Flow` (placeholders cleaned)."""
+        return Flow.of(self.model_dump(include=set(FIELDS)))
+
+
+class MethodOut(BaseModel):
+    name: str
+    title: str
+    steps: list[str]
+    needs_kb: bool
+
+
+class MethodsResponse(BaseModel):
+    methods: list[MethodOut]
 
 
 class JudgeResponse(BaseModel):

@@ -13,7 +13,11 @@ Typical use::
     store.audit.verify().ok                            # the hash-chained decision log
 """
 
+from privacy_ci.store._agents import AgentRecord, RoleNotHeld, UnknownAgent
 from privacy_ci.store._audit import AuditEntry, AuditRecord, AuditReport, verify_records
+from privacy_ci.store._audit_log import AuditLog
+from privacy_ci.store._history import HistoryEntry
+from privacy_ci.store._labels import LabelRecord, LabelState, UnknownDocument
 from privacy_ci.store._load import load_corpus_into
 from privacy_ci.store._ranking import (
     BM25Ranker,
@@ -27,7 +31,7 @@ from privacy_ci.store._retrieval import (
     MAX_K,
     AdmittedDocument,
     FlowDecision,
-    RetrievalResult,
+    GatedRetrieval,
     Withheld,
     batch_decisions,
     decide_batch_for,
@@ -35,19 +39,9 @@ from privacy_ci.store._retrieval import (
     decide_label,
     retrieve_for,
 )
+from privacy_ci.store._snapshot import Snapshot
 from privacy_ci.store._sql import StoreError, parse_url
-from privacy_ci.store._store import (
-    AgentRecord,
-    AuditLog,
-    DocumentStore,
-    HistoryEntry,
-    LabelRecord,
-    LabelState,
-    RoleNotHeld,
-    Snapshot,
-    UnknownAgent,
-    UnknownDocument,
-)
+from privacy_ci.store._store import DocumentStore
 
 __all__ = [
     "BATCH_DECISION",
@@ -63,11 +57,11 @@ __all__ = [
     "Embedder",
     "EmbeddingRanker",
     "FlowDecision",
+    "GatedRetrieval",
     "HashingEmbedder",
     "HistoryEntry",
     "LabelRecord",
     "LabelState",
-    "RetrievalResult",
     "RoleNotHeld",
     "Snapshot",
     "StoreError",

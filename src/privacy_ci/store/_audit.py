@@ -57,6 +57,7 @@ COLUMNS = (
     "hash",
 )
 HASHED = COLUMNS[:15]  # everything up to and including prev_hash
+ENTRY_COLUMNS = COLUMNS[2:14]  # the `AuditEntry` fields, request_id to detail
 COLUMNS_SQL = ", ".join(COLUMNS)
 
 # The type each column must hold; the verifier checks stored values against these
@@ -104,25 +105,67 @@ class AuditEntry:
 
 @dataclass(frozen=True, slots=True)
 class AuditRecord:
-    """A stored audit record: the entry plus sequence number, time and chain hashes."""
+    """A stored audit record: the entry plus sequence number, time and chain hashes.
+
+    The entry's fields read through the record as well (``record.requester``,
+    ``record.decision``, ...), and `row` / `as_dict` give the columns flat.
+    """
 
     seq: int
     at: str
-    request_id: str
-    requester: str
-    role: str | None
-    context: str | None
-    action: str
-    doc_id: str | None
-    decision: str
-    rule: str | None
-    policy_version: str
-    label_version: int | None
-    store_version: int
-    detail: str
+    entry: AuditEntry
     prev_hash: str
     content_hash: str
     hash: str
+
+    # -- the entry's fields, read through -----------------------------------------------
+    @property
+    def request_id(self) -> str:
+        return self.entry.request_id
+
+    @property
+    def requester(self) -> str:
+        return self.entry.requester
+
+    @property
+    def role(self) -> str | None:
+        return self.entry.role
+
+    @property
+    def context(self) -> str | None:
+        return self.entry.context
+
+    @property
+    def action(self) -> str:
+        return self.entry.action
+
+    @property
+    def doc_id(self) -> str | None:
+        return self.entry.doc_id
+
+    @property
+    def decision(self) -> str:
+        return self.entry.decision
+
+    @property
+    def rule(self) -> str | None:
+        return self.entry.rule
+
+    @property
+    def policy_version(self) -> str:
+        return self.entry.policy_version
+
+    @property
+    def label_version(self) -> int | None:
+        return self.entry.label_version
+
+    @property
+    def store_version(self) -> int:
+        return self.entry.store_version
+
+    @property
+    def detail(self) -> str:
+        return self.entry.detail
 
     @classmethod
     def seal(cls, seq: int, at: str, entry: AuditEntry, prev_hash: str) -> AuditRecord:
@@ -130,22 +173,11 @@ class AuditRecord:
         fields: dict[str, Any] = {
             "seq": seq,
             "at": at,
-            "request_id": entry.request_id,
-            "requester": entry.requester,
-            "role": entry.role,
-            "context": entry.context,
-            "action": entry.action,
-            "doc_id": entry.doc_id,
-            "decision": entry.decision,
-            "rule": entry.rule,
-            "policy_version": entry.policy_version,
-            "label_version": entry.label_version,
-            "store_version": entry.store_version,
-            "detail": entry.detail,
+            **{name: getattr(entry, name) for name in ENTRY_COLUMNS},
             "prev_hash": prev_hash,
         }
         content = content_hash(fields)
-        return cls(**fields, content_hash=content, hash=chain_hash(prev_hash, content))
+        return cls(seq, at, entry, prev_hash, content, chain_hash(prev_hash, content))
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> AuditRecord:
@@ -162,13 +194,22 @@ class AuditRecord:
                 f"audit record {values['seq']!r} is malformed: {problem}"
                 " (run privacy-ci audit verify)"
             )
-        return cls(**values)
+        entry = AuditEntry(**{name: values[name] for name in ENTRY_COLUMNS})
+        return cls(
+            values["seq"],
+            values["at"],
+            entry,
+            values["prev_hash"],
+            values["content_hash"],
+            values["hash"],
+        )
 
     def row(self) -> tuple[Any, ...]:
         return tuple(getattr(self, c) for c in COLUMNS)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The columns, flat and in table order (the entry's fields inline)."""
+        return {c: getattr(self, c) for c in COLUMNS}
 
 
 def content_hash(fields: dict[str, Any]) -> str:

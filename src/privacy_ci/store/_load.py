@@ -19,22 +19,28 @@ def load_corpus_into(
     The policy, every agent with its role and context, the members of the Policy
     Authority (role ``Policy Authority``), the assignment relation,
     every label (proposed by ``corpus-file``, then approved by `by` unless `state`
-    is ``proposed``) and, with `content`, each document's text from
-    `render_document`, tokenized for the ranking index.
+    is ``proposed``) and, with `content`, each document's text from the corpus's
+    content source (`Corpus.content`), tokenized for the ranking index.
 
     Args:
         store: the target store (existing rows with the same keys are replaced).
         corpus: e.g. `load_corpus()`, the Riverside Medical Clinic.
         state: the lifecycle state the labels end in (``approved`` or ``proposed``).
         by: who approves (default: the policy's authority).
-        content: also store the rendered documents.
+        content: also store the documents' text.
 
     Returns:
         The number of labels loaded.
-    """
-    from privacy_ci.conductor._content import render_document
 
+    Raises:
+        PrivacyCIError: with `content`, a corpus without content or a document whose
+            text is missing; nothing is written then.
+    """
     target = LabelState(state)
+    # Read every text before the transaction: a missing one fails with nothing written.
+    texts = (
+        {label.doc_id: corpus.content(label.doc_id) for label in corpus.labels} if content else {}
+    )
     authority = by or corpus.policy.authority
     source = f"corpus-file:{corpus.source.name if corpus.source else 'memory'}"
     with store.db.write():
@@ -61,5 +67,5 @@ def load_corpus_into(
             elif target is LabelState.REVOKED:
                 store.revoke_label(label.doc_id, authority)
             if content:
-                store.put_document(label.doc_id, render_document(label, corpus), source)
+                store.put_document(label.doc_id, texts[label.doc_id], source)
     return len(corpus.labels)

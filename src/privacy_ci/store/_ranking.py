@@ -7,39 +7,29 @@ documents the requester may not see changes neither the ranking, nor the number
 of results, nor a single bit of their scores.
 
 Documents are tokenized once, when they enter the store (`tokenize`: lower case,
-English stop words removed, Snowball stems); the resolver reads those token
-lists, never the content. The vocabulary is sorted, so an index over the same
-documents is the same in every process.
+English stop words removed, Snowball stems: `privacy_ci._tokenize.STORE_TOKENIZER`);
+the resolver reads those token lists, never the content. The vocabulary is
+sorted, so an index over the same documents is the same in every process.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib
-import re
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
-_TOKEN = re.compile(r"(?u)\b\w\w+\b")
-
-
-@lru_cache(maxsize=1)
-def _stemmer() -> Any:
-    # PyStemmer and bm25s ship no type hints: imported as untyped modules.
-    return importlib.import_module("Stemmer").Stemmer("english")
-
-
-@lru_cache(maxsize=1)
-def _stopwords() -> frozenset[str]:
-    return frozenset(importlib.import_module("bm25s.stopwords").STOPWORDS_EN)
+from privacy_ci._tokenize import STORE_TOKENIZER
 
 
 def tokenize(text: str) -> list[str]:
     """Index terms of a text: lower-cased words of 2+ characters, stop words dropped, stemmed.
+
+    The store's configuration of the package's one tokenizer (`STORE_TOKENIZER`;
+    see `privacy_ci._tokenize` for how it differs from the regulation retrievers').
 
     Args:
         text: a document or a query.
@@ -47,10 +37,7 @@ def tokenize(text: str) -> list[str]:
     Returns:
         The terms in text order (repeats kept: they are term frequencies).
     """
-    stop = _stopwords()
-    words = [w for w in _TOKEN.findall(text.lower()) if w not in stop]
-    stems: list[str] = _stemmer().stemWords(words)
-    return stems
+    return STORE_TOKENIZER(text)
 
 
 class BM25Ranker:

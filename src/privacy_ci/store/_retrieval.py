@@ -31,8 +31,9 @@ import numpy as np
 from privacy_ci.conductor import Decision, Effect, Gate, Requester, Rule
 from privacy_ci.errors import PrivacyCIError
 from privacy_ci.store._audit import AuditEntry
+from privacy_ci.store._labels import LabelRecord, LabelState, UnknownDocument
 from privacy_ci.store._ranking import Embedder
-from privacy_ci.store._store import DocumentStore, LabelRecord, LabelState, UnknownDocument
+from privacy_ci.store._store import DocumentStore
 
 MAX_K = 100
 _RULES = {int(rule): rule for rule in Rule}
@@ -106,7 +107,7 @@ class Withheld:
 
 
 @dataclass(frozen=True)
-class RetrievalResult:
+class GatedRetrieval:
     """What the retrieval path admitted for one requester and query.
 
     Args:
@@ -276,6 +277,7 @@ def decide_batch_for(
             decided or audited; ``unknown="raise"`` only).
     """
     if unknown not in ("raise", "deny"):
+        # a programming error (callers pass a constant), not a user error
         raise ValueError("unknown must be 'raise' or 'deny'")
     snap = store.snapshot()
     missing = [d for d in dict.fromkeys(doc_ids) if d not in snap.labels]
@@ -351,7 +353,7 @@ def retrieve_for(
     embedder: Embedder | None = None,
     request_id: str | None = None,
     action: str = "retrieve",
-) -> RetrievalResult:
+) -> GatedRetrieval:
     """The gated retrieval path: scope, rank within scope, re-decide, fetch, admit.
 
     Args:
@@ -365,7 +367,7 @@ def retrieve_for(
         action: the action recorded in the audit log (``retrieve``, ``ask``).
 
     Returns:
-        The `RetrievalResult`.
+        The `GatedRetrieval`.
 
     Raises:
         PrivacyCIError: `k` out of range.
@@ -444,7 +446,7 @@ def retrieve_for(
         ),
     )
     store.audit.append([scope, *(_entry(rid, requester, action, f, snap.version) for f in flows)])
-    return RetrievalResult(
+    return GatedRetrieval(
         request_id=rid,
         requester=requester,
         query=query,

@@ -24,6 +24,7 @@ psycopg is imported only when a PostgreSQL URL is opened.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
@@ -31,6 +32,7 @@ import uuid
 from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -208,6 +210,16 @@ def parse_url(url: str | Path) -> tuple[Dialect, str]:
             " use a file path, sqlite:///FILE or postgresql://..."
         )
     return SQLITE, text
+
+
+def utc_now() -> str:
+    """The current time as ISO 8601 UTC with microseconds (how the store writes times)."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def canonical_json(value: Any) -> str:
+    """`value` as the store writes JSON: sorted keys, no spaces, non-ASCII kept."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 def redact(url: str) -> str:

@@ -1,0 +1,204 @@
+"""`privacy-ci store ...`: the document store (labels and their approval, assignments).
+
+Load a corpus, list, propose, approve and revoke labels, assign agents to data
+subjects, and read the change history.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from privacy_ci.cli._common import console, escape, print_json, user_errors
+from privacy_ci.cli._store_common import (
+    ByOpt,
+    DbOpt,
+    JsonOpt,
+    NoteOpt,
+    open_store,
+    open_store_readonly,
+)
+
+app = typer.Typer(
+    help="The document store: load a corpus, list, approve and revoke labels, assignments.",
+    no_args_is_help=True,
+)
+
+
+@app.command("init")
+def store_init(db: str = DbOpt) -> None:
+    """Create the store's tables (idempotent)."""
+    with user_errors():
+        store = open_store(db)
+        console.print(f"store ready: {store.engine}, version {store.version()}", highlight=False)
+        store.close()
+
+
+@app.command("load-riverside")
+def store_load_riverside(
+    db: str = DbOpt,
+    state: str = typer.Option(
+        "approved", "--state", help="Leave the labels approved, or only proposed (grant nothing)."
+    ),
+    corpus_dir: Path | None = typer.Option(None, "--corpus", help="Another corpus folder."),
+) -> None:
+    """Load the Riverside Medical Clinic (policy, agents, assignments, labels, content)."""
+    with user_errors():
+        from privacy_ci.conductor import load_corpus
+        from privacy_ci.errors import PrivacyCIError
+        from privacy_ci.store import load_corpus_into
+
+        if state not in ("approved", "proposed"):
+            raise PrivacyCIError(f"--state must be approved or proposed, got {state!r}")
+        corpus = load_corpus(corpus_dir)
+        store = open_store(db)
+        try:
+            n = load_corpus_into(store, corpus, state=state)
+            console.print(
+                f"loaded {n} documents ({state} labels), {len(corpus.agents)} agents,"
+                f" policy {corpus.policy.version}; store version {store.version()}",
+                highlight=False,
+            )
+        finally:
+            store.close()
+
+
+@app.command("labels")
+def store_labels(
+    db: str = DbOpt,
+    state: str | None = typer.Option(None, "--state", help="proposed | approved | revoked."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """List labels with their lifecycle state and version."""
+    with user_errors():
+        from rich.table import Table
+
+        from privacy_ci.errors import PrivacyCIError
+
+        if state is not None and state not in ("proposed", "approved", "revoked"):
+            raise PrivacyCIError(f"--state must be proposed, approved or revoked, got {state!r}")
+        store = open_store_readonly(db)
+        try:
+            records = store.labels(state)
+        finally:
+            store.close()
+        if as_json:
+            print_json([r.as_dict() for r in records])
+            return
+        table = Table(title=f"{len(records)} labels", title_justify="left")
+        for col in ("document", "state", "v", "tier", "roles", "subject", "by", "at"):
+            table.add_column(col)
+        for r in records:
+            body = r.body
+            cells = (
+                r.doc_id,
+                r.state.value,
+                str(r.version),
+                str(body.get("sensitivity_tier", "")),
+                ", ".join(str(role) for role in body.get("permitted_receiver_roles", [])),
+                str(body.get("subject") or "-"),
+                r.updated_by,
+                r.updated_at[:19],
+            )
+            table.add_row(*(escape(c) for c in cells))  # stored text, never markup
+        console.print(table)
+
+
+def _lifecycle(db: str, doc_id: str, by: str, note: str, action: str) -> None:
+    store = open_store(db)
+    try:
+        fn = store.approve_label if action == "approve" else store.revoke_label
+        record = fn(doc_id, by, note)
+        console.print(
+            f"{record.doc_id}: {record.state.value} (label version {record.version},"
+            f" by {record.updated_by}); store version {store.version()}",
+            highlight=False,
+        )
+    finally:
+        store.close()
+
+
+@app.command("approve")
+def store_approve(doc_id: str, db: str = DbOpt, by: str = ByOpt, note: str = NoteOpt) -> None:
+    """Approve a label (the Policy Authority's act): it grants access from the next request."""
+    with user_errors():
+        _lifecycle(db, doc_id, by, note, "approve")
+
+
+@app.command("revoke")
+def store_revoke(doc_id: str, db: str = DbOpt, by: str = ByOpt, note: str = NoteOpt) -> None:
+    """Revoke a label: the document is denied from the next request on."""
+    with user_errors():
+        _lifecycle(db, doc_id, by, note, "revoke")
+
+
+@app.command("propose")
+def store_propose(label_file: Path, db: str = DbOpt, by: str = ByOpt, note: str = NoteOpt) -> None:
+    """Propose labels from a YAML/JSON label file (state proposed: they grant nothing yet)."""
+    with user_errors():
+        from privacy_ci.conductor import load_labels
+
+        labels = load_labels(label_file)
+        store = open_store(db)
+        try:
+            for label in labels:
+                store.propose_label(label, by, note)
+        finally:
+            store.close()
+        console.print(
+            f"proposed {len(labels)} labels; approve each with privacy-ci store approve",
+            highlight=False,
+        )
+
+
+@app.command("assign")
+def store_assign(
+    agent_id: str, subject_id: str, db: str = DbOpt, by: str = ByOpt, note: str = NoteOpt
+) -> None:
+    """Assign an agent to a data subject (need-to-know)."""
+    with user_errors():
+        store = open_store(db)
+        try:
+            store.assign(agent_id, subject_id, by, note)
+        finally:
+            store.close()
+        console.print(f"{agent_id} assigned to {subject_id}", highlight=False)
+
+
+@app.command("unassign")
+def store_unassign(
+    agent_id: str, subject_id: str, db: str = DbOpt, by: str = ByOpt, note: str = NoteOpt
+) -> None:
+    """Revoke an assignment; effective on the next request."""
+    with user_errors():
+        store = open_store(db)
+        try:
+            store.unassign(agent_id, subject_id, by, note)
+        finally:
+            store.close()
+        console.print(f"{agent_id} no longer assigned to {subject_id}", highlight=False)
+
+
+@app.command("history")
+def store_history(
+    db: str = DbOpt,
+    target: str | None = typer.Option(None, "--target", help="A document id or agent->subject."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Show recorded changes (who approved, edited or revoked what, and when)."""
+    with user_errors():
+        store = open_store_readonly(db)
+        try:
+            entries = store.history(target)
+        finally:
+            store.close()
+        if as_json:
+            print_json([e.as_dict() for e in entries])
+            return
+        for e in entries:
+            console.print(
+                f"{e.seq:>6} {e.at[:19]} {e.actor}: {e.action} {e.target_kind} {e.target}",
+                highlight=False,
+                markup=False,
+            )
