@@ -102,13 +102,7 @@ def riverside(
 ) -> Iterator[DocumentStore]:
     """A store holding the Riverside corpus with approved labels and rendered content."""
     if backend == "sqlite":
-        path = tmp_path / "riverside.db"
-        shutil.copyfile(riverside_template, path)
-        store = DocumentStore(path)
-        try:
-            yield store
-        finally:
-            store.close()
+        yield from _sqlite_copy(tmp_path, riverside_template)
         return
     with store_url(backend, tmp_path) as url:
         store = DocumentStore(url)
@@ -123,8 +117,12 @@ def riverside(
 def sqlite_riverside(tmp_path: Path, riverside_template: Path) -> Iterator[DocumentStore]:
     """Riverside on SQLite only, for what only SQLite can show (its file, its text
     encoding): a test with this fixture runs once, instead of skipping on PostgreSQL."""
+    yield from _sqlite_copy(tmp_path, riverside_template)
+
+
+def _sqlite_copy(tmp_path: Path, template: Path) -> Iterator[DocumentStore]:
     path = tmp_path / "riverside.db"
-    shutil.copyfile(riverside_template, path)
+    shutil.copyfile(template, path)
     store = DocumentStore(path)
     try:
         yield store

@@ -204,15 +204,22 @@ def decide_label(
     return FlowDecision(doc_id, decision, record.version, record.state.value, score)
 
 
+def _who(request_id: str, requester: Requester, action: str) -> dict[str, Any]:
+    """The fields every audit entry of a request shares: who asked, and for what."""
+    return {
+        "request_id": request_id,
+        "requester": requester.id,
+        "role": requester.active_role,
+        "context": requester.active_context,
+        "action": action,
+    }
+
+
 def _entry(
     request_id: str, requester: Requester, action: str, flow: FlowDecision, store_version: int
 ) -> AuditEntry:
     return AuditEntry(
-        request_id=request_id,
-        requester=requester.id,
-        role=requester.active_role,
-        context=requester.active_context,
-        action=action,
+        **_who(request_id, requester, action),
         doc_id=flow.doc_id,
         decision=flow.decision.effect.value,
         rule=flow.decision.rule.key,
@@ -307,11 +314,7 @@ def _batch_entry(
         [f.doc_id, f.decision.effect.value, f.decision.rule.key, f.label_version] for f in flows
     ]
     return AuditEntry(
-        request_id=request_id,
-        requester=requester.id,
-        role=requester.active_role,
-        context=requester.active_context,
-        action=action,
+        **_who(request_id, requester, action),
         doc_id=None,
         decision=BATCH_DECISION,
         rule=None,
@@ -422,11 +425,7 @@ def retrieve_for(
 
     rid = request_id or uuid.uuid4().hex
     scope = AuditEntry(
-        request_id=rid,
-        requester=requester.id,
-        role=requester.active_role,
-        context=requester.active_context,
-        action=action,
+        **_who(rid, requester, action),
         doc_id=None,
         decision="scope",
         rule=None,
