@@ -76,6 +76,16 @@ def _data_dir() -> Path:
     return Path(data_dir()).resolve()
 
 
+def _data_dir_spellings() -> dict[str, str]:
+    """Every way the data folder may be spelled in an output (as given, absolute,
+    resolved through links), longest first so one never half-replaces another."""
+    from privacy_ci.data import data_dir
+
+    given = Path(data_dir())
+    spellings = {str(given), os.path.abspath(given), str(given.resolve())}
+    return {s: "$DATA" for s in sorted(spellings, key=len, reverse=True) if s}
+
+
 def _cli_json(*args: str) -> Any:
     from privacy_ci.cli.main import app
 
@@ -193,17 +203,30 @@ def _instance(schema: dict[str, Any], h: int, text: str) -> Any:
     return text[:40] or "x"
 
 
+GOLDEN_METHODS = (
+    "dp",
+    "cot-auto",
+    "cot-manual",
+    "agent-id",
+    "bm25-content",
+    "ci-es-content",
+    "flow-judge",
+)
+"""The methods recorded before the renovation (the papers' six and the flow judge);
+methods added since are tested by their own tests, not pinned here."""
+
+
 def eval_scripted() -> Any:
     from privacy_ci.cases import load_dataset
     from privacy_ci.evaluation import run_eval
-    from privacy_ci.judging import METHODS, build_method
+    from privacy_ci.judging import build_method
     from privacy_ci.llm import LLMClient
     from privacy_ci.llm.testing import ScriptedTestBackend
 
     dataset = load_dataset("real")
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for name in METHODS:
+        for name in GOLDEN_METHODS:
             ds = load_dataset("privaci-hipaa") if name == "flow-judge" else dataset
             client = LLMClient(ScriptedTestBackend(_judge_answer, model="golden"), cache=None)
             method = build_method(name, client)
@@ -245,7 +268,7 @@ OUTPUTS: dict[str, Callable[[], Any]] = {
 
 def compute(name: str) -> Any:
     """The named output now, normalised (timings, data path, temporary folders)."""
-    return normalise(OUTPUTS[name](), {str(_data_dir()): "$DATA"})
+    return normalise(OUTPUTS[name](), _data_dir_spellings())
 
 
 def path(name: str) -> Path:
