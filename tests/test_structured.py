@@ -149,7 +149,7 @@ def test_case_file_with_a_duplicate_key(tmp_path: Path) -> None:
     with pytest.raises(PrivacyCIError) as info:
         load_case_file(case)
     assert str(info.value) == (
-        f"--case {case}: top level: duplicate key 'purpose' at line 3 (first at line 2)"
+        f"--case {case}: duplicate key 'purpose' at line 3 (first at line 2)"
     )
 
 

@@ -162,7 +162,8 @@ def test_case_file(fake: tuple[FakeLLMServer, str], env: dict[str, str], tmp_pat
     result = invoke(["--case", str(case), *remote(url), "--method", "cot-manual", "--json"], env)
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
-    assert payload["verdict"] == "permit" and payload["event"] == {"id": "c-1", "text": EVENT_TEXT}
+    assert payload["verdict"] == "permit"
+    assert (payload["event"]["id"], payload["event"]["text"]) == ("c-1", EVENT_TEXT)
     # the argument wins over the file's text
     result = invoke(["Other text.", "--case", str(case), *remote(url), "-m", "dp", "--json"], env)
     assert json.loads(result.stdout)["event"]["text"] == "Other text."
@@ -172,9 +173,11 @@ def test_case_file(fake: tuple[FakeLLMServer, str], env: dict[str, str], tmp_pat
     ("content", "message"),
     [
         ("{not json", "not valid JSON"),
-        ("[1, 2]", "expected a JSON object"),
-        ('{"text": "x", "sendr_role": "a"}', "unknown field(s) sendr_role"),
-        ('{"text": "x", "purpose": 3}', "field 'purpose' must be a string"),
+        ("[1]", "item [0]: expected a JSON object"),
+        ("", "empty file"),
+        ('{"text": "x", "purpose": 3}', "field 'purpose': expected a string"),
+        ('{"text": "x", "norm_type": "maybe"}', "field 'norm_type': 'maybe' is not a label"),
+        ('[{"text": "x"}, {"text": "y"}]', "holds 2 cases; pick one with --index 0..1"),
         ('{"sender_role": "a"}', "no event text"),
     ],
 )

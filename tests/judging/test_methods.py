@@ -105,8 +105,11 @@ def test_method_names_and_specs() -> None:
         "agent-id",
         "bm25-content",
         "ci-es-content",
+        "ci-reasoner",  # model-free (tests/reasoning/)
+        "checklist-qa",  # the reasoner's checklist answered by a model
         "flow-judge",  # Privacy Conductor V-G (tests/judging/test_flow_judge.py)
     ]
+    assert [m for m in METHODS if not METHODS[m].needs_model] == ["ci-reasoner"]
     for spec in METHODS.values():
         for prompt in spec.prompts:
             load_prompt(prompt)

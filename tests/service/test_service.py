@@ -335,3 +335,38 @@ def test_judge_endpoint_runs_a_checklist_pipeline(riverside: DocumentStore) -> N
         assert c.post("/v1/judge", json=body).status_code == 401
         empty = c.post("/v1/judge", json={"event": ""}, headers=DOCTOR)
         assert empty.status_code == 422
+
+
+def test_judge_endpoint_runs_the_model_free_reasoner(
+    riverside: DocumentStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ci-reasoner`` over /v1/judge: a verdict with its reasoning, and no model loaded."""
+    pytest.importorskip("negspacy")
+    from tests._shared import data_dir, require_files
+
+    require_files(data_dir(), ["hipaa/kb_annotated.json"], "the shared data")
+    import privacy_ci.llm as llm
+
+    def no_model(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a model-free method must not build a model client")
+
+    monkeypatch.setattr(llm, "make_client", no_model)
+    with TestClient(create_app(riverside, ServiceSettings(jwt_key=KEY))) as c:
+        body = {
+            "event": "A hospital sent a patient's psychiatric record to her employer."
+            " The patient had not signed any authorization.",
+            "method": "ci-reasoner",
+        }
+        res = c.post("/v1/judge", json=body, headers=DOCTOR)
+        assert res.status_code == 200, res.text
+        data = res.json()
+        assert data["verdict"] == "prohibit" and data["backend"] == "model-free"
+        assert data["abstained"] is False and data["cited_ids"] == ["164.508(a)(1)"]
+        [step] = data["steps"]
+        deciding = step["parsed"]["deciding"]
+        assert deciding["conditions"][0]["status"] == "contradicted"
+        listed = {m["name"]: m for m in c.get("/v1/methods", headers=DOCTOR).json()["methods"]}
+        assert listed["ci-reasoner"]["needs_model"] is False and listed["dp"]["needs_model"]
+        nothing = {"event": "The weather in Lisbon was sunny on Tuesday.", "method": "ci-reasoner"}
+        data = c.post("/v1/judge", json=nothing, headers=DOCTOR).json()
+        assert data["verdict"] in (None, "not_applicable")

@@ -9,6 +9,10 @@
 * `Dataset`: the cases plus their `Protocol` (task, label set, inclusion rule,
   gold field, source file and sha256) and a `DatasetReport`; ``label_counts``,
   ``applicable`` and deterministic stratified ``sample``.
+* `load_case_file(path)` (also `load_dataset(path)`): a user's JSON/JSONL file of
+  cases in the GoldCoin or PrivaCI-Bench schema, as a three-way dataset named after
+  the file's stem; `read_case_file` validates a file's entries without labels
+  (`UserCase`), e.g. for ``privacy-ci judge --case``.
 * Gold-id resolution (`gold_resolver`, `parse_article_mention`): HIPAA ids through
   the tree's aliases, GDPR free-form mentions to ``Article N``/``Article N(p)``,
   AI Act ``Article N`` to its dotted node; trees loaded lazily, once per process.
@@ -43,6 +47,7 @@ from privacy_ci.cases._loaders import (
     load_dataset,
     parse_label,
 )
+from privacy_ci.cases._user import UserCase, load_case_file, read_case_file
 
 __all__ = [
     "CI_FIELDS",
@@ -62,10 +67,13 @@ __all__ = [
     "Task",
     "UnknownDataset",
     "UnresolvedGold",
+    "UserCase",
     "clear_tree_cache",
     "gold_resolver",
     "list_datasets",
+    "load_case_file",
     "load_dataset",
     "parse_article_mention",
     "parse_label",
+    "read_case_file",
 ]

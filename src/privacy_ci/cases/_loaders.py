@@ -630,6 +630,29 @@ def _gold_ids(
     return tuple(out)
 
 
+def resolve_gold_ids(
+    case_id: str, gold: tuple[str, ...], resolver: GoldResolver | None, report: DatasetReport
+) -> tuple[str, ...]:
+    """The tree nodes a case's gold ids reach; counts and failures go to `report`."""
+    nodes: list[str] = []
+    report.gold_mentions += len(gold)
+    if resolver is None or not resolver.applicable:
+        return ()
+    for raw in gold:
+        res = resolver.resolve(raw)
+        report.gold_kinds[res.kind.value] += 1
+        if res.resolved:
+            report.gold_resolved += 1
+            nodes.extend(n for n in res.nodes if n not in nodes)
+        if res.kind in (GoldKind.UNRESOLVED, GoldKind.PARTIAL):
+            report.unresolved.append(
+                UnresolvedGold(case_id, raw, res.note, res.kind is GoldKind.PARTIAL)
+            )
+        elif res.kind is GoldKind.REDUCED:
+            report.reductions[(raw, res.note)] += 1
+    return tuple(nodes)
+
+
 def _build_cases(
     spec: _Spec,
     rows: Iterable[_Row],
@@ -664,21 +687,7 @@ def _build_cases(
         gold = _gold_ids(row.gold, row.where, problems, report)
         if gold is None:
             continue
-        nodes: list[str] = []
-        report.gold_mentions += len(gold)
-        if resolver is not None and resolver.applicable:
-            for raw in gold:
-                res = resolver.resolve(raw)
-                report.gold_kinds[res.kind.value] += 1
-                if res.resolved:
-                    report.gold_resolved += 1
-                    nodes.extend(n for n in res.nodes if n not in nodes)
-                if res.kind in (GoldKind.UNRESOLVED, GoldKind.PARTIAL):
-                    report.unresolved.append(
-                        UnresolvedGold(case_id, raw, res.note, res.kind is GoldKind.PARTIAL)
-                    )
-                elif res.kind is GoldKind.REDUCED:
-                    report.reductions[(raw, res.note)] += 1
+        nodes = resolve_gold_ids(case_id, gold, resolver, report)
         extra: dict[str, Any] = {"row": index, **row.extra}
         if raw_kept:
             extra["placeholders"] = raw_kept
@@ -690,7 +699,7 @@ def _build_cases(
                 text=row.text.strip(),
                 label=label,
                 gold_ids=gold,
-                gold_nodes=tuple(nodes),
+                gold_nodes=nodes,
                 extra=extra,
                 flow=Flow.of(values, clean=False),  # validated and normalised above
             )
@@ -708,19 +717,33 @@ def _manifest_sha256(relative: str) -> str | None:
     return source.sha256 if source is not None else None
 
 
+_CASE_FILE_SUFFIXES = (".json", ".jsonl", ".ndjson")
+
+
+def _is_case_file(name: str | Path) -> bool:
+    """Whether `load_dataset` reads `name` as a user's case file rather than a dataset name."""
+    if isinstance(name, Path):
+        return True
+    path = Path(name)
+    return path.suffix.lower() in _CASE_FILE_SUFFIXES or "/" in name or path.is_file()
+
+
 def load_dataset(
-    name: str,
+    name: str | Path,
     data_dir: Path | str | None = None,
     *,
     resolve_gold: bool = True,
     hipaa_tree: str = "ecfr",
 ) -> Dataset:
-    """Load a named evaluation dataset.
+    """Load a named evaluation dataset, or a user's file of cases.
 
     Args:
         name: one of `list_datasets` (``real``, ``synthetic``,
             ``goldcoin-real-applicability``, ``goldcoin-real-compliance``, ...,
-            ``privaci-hipaa``, ``privaci-gdpr``, ``privaci-ai_act``, ``privaci-aclu``).
+            ``privaci-hipaa``, ``privaci-gdpr``, ``privaci-ai_act``, ``privaci-aclu``),
+            or the path of a JSON/JSONL file of cases (`privacy_ci.cases.load_case_file`:
+            a three-way dataset named after the file's stem). A known name wins
+            over a file of that name.
         data_dir: the data directory; default `privacy_ci.data.data_dir()`.
         resolve_gold: resolve gold ids to tree nodes (loads the regulation tree
             once per process); False leaves ``gold_nodes`` empty and loads no tree.
@@ -738,9 +761,18 @@ def load_dataset(
             row or line); nothing is returned.
     """
     specs = _specs()
-    spec = specs.get(name)
+    spec = specs.get(name) if isinstance(name, str) else None
+    if spec is None and _is_case_file(name):
+        from privacy_ci.cases._user import load_case_file
+
+        return load_case_file(
+            name, data_dir=data_dir, resolve_gold=resolve_gold, hipaa_tree=hipaa_tree
+        )
     if spec is None:
-        raise UnknownDataset(f"unknown dataset {name!r}; known datasets: {', '.join(specs)}")
+        raise UnknownDataset(
+            f"unknown dataset {name!r}; known datasets: {', '.join(specs)} "
+            "(or give the path of a .json/.jsonl file of cases)"
+        )
     if data_dir is None:
         from privacy_ci.data import data_dir as default_data_dir
 
@@ -805,4 +837,4 @@ def load_dataset(
             f"{len(odd)} not-applicable case(s) cite gold ids (kept as in the file): "
             + ", ".join(odd[:5])
         )
-    return Dataset(name, spec.protocol(sha256), tuple(cases), sha256, report)
+    return Dataset(spec.name, spec.protocol(sha256), tuple(cases), sha256, report)

@@ -6,11 +6,15 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape as _rich_escape
+
+if TYPE_CHECKING:
+    from privacy_ci.judging import CrossChecker, MethodSpec
+    from privacy_ci.knowledge import KnowledgeBase
 
 # Wide enough for the flow tables when output is piped (rich assumes 80 columns then).
 # No emoji codes: ":name:" in an id or a file name must print as written.
@@ -19,6 +23,7 @@ err_console = Console(stderr=True, emoji=False)
 
 __all__ = [
     "console",
+    "cross_checker",
     "err_console",
     "escape",
     "method_spec",
@@ -86,3 +91,26 @@ def method_spec(method: str, retriever: str | None) -> Any:
     if retriever is not None and spec.retriever_option is None:
         raise PrivacyCIError(f"--retriever: method {method!r} retrieves no regulations")
     return spec
+
+
+def cross_checker(
+    method: str, spec: MethodSpec, kb: KnowledgeBase | None, regulation: str
+) -> CrossChecker:
+    """The ``--cross-check`` reasoner of `judge` and `eval`, loaded before any model call.
+
+    Raises:
+        PrivacyCIError: the method calls no model, or the regulation has no catalogue.
+    """
+    from privacy_ci.errors import PrivacyCIError
+    from privacy_ci.judging import CrossChecker
+
+    if not spec.needs_model:
+        raise PrivacyCIError(
+            f"--cross-check runs the ci-reasoner beside a model; {method!r} calls no model"
+        )
+    checker = CrossChecker(kb, regulation)
+    try:
+        checker.reasoner  # noqa: B018  (load the catalogue and NLP now: errors come first)
+    except (PrivacyCIError, ValueError) as exc:
+        raise PrivacyCIError(f"--cross-check: no reasoner for {regulation}: {exc}") from None
+    return checker

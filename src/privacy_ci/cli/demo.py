@@ -29,6 +29,29 @@ EXAMPLES = [
     ),
 ]
 
+REASONER_EXAMPLE = (
+    "A hospital sent a patient's full psychiatric record to the patient's employer after the"
+    " HR manager asked by phone. The patient had not signed any authorization."
+)
+"""The Privacy Checklist part: one narrative, judged and explained with no model."""
+
+
+def reasoner_example() -> dict[str, object]:
+    """The ci-reasoner's judgment of `REASONER_EXAMPLE` (or why it could not run)."""
+    from privacy_ci.errors import PrivacyCIError
+
+    try:
+        from privacy_ci.reasoning import CIReasoner
+
+        reasoning = CIReasoner().judge(REASONER_EXAMPLE)
+    except PrivacyCIError as exc:  # no data or no NLP package: the rest still runs
+        return {"narrative": REASONER_EXAMPLE, "error": str(exc)}
+    return {
+        "narrative": REASONER_EXAMPLE,
+        "method": "ci-reasoner (model-free)",
+        **reasoning.as_dict(),
+    }
+
 
 def demo(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
@@ -55,6 +78,7 @@ def demo(
             from rich.console import Console
 
             payload: dict[str, object] = {"flows": table, "examples": examples}
+            payload["checklist"] = reasoner_example()
             if assistant:
                 from privacy_ci.service import demo_assistant
 
@@ -71,9 +95,26 @@ def demo(
         for example in examples:
             console.print(f"\n[bold]Example:[/] {example['shows']}")
             render_decision(example)
+        _render_reasoner_example()
         if assistant:
             from privacy_ci.service import demo_assistant
 
             console.print()
             console.rule("The gate inside the assistant's retrieval path")
             demo_assistant(console)
+
+
+def _render_reasoner_example() -> None:
+    from rich.markup import escape
+
+    from privacy_ci.cli.judge import _render_reasoning
+
+    console.print()
+    console.rule("Privacy Checklist: a narrative judged by the model-free ci-reasoner")
+    example = reasoner_example()
+    console.print(f"[bold]narrative[/]  {escape(REASONER_EXAMPLE)}", highlight=False)
+    if "error" in example:
+        console.print(f"[yellow]skipped:[/] {escape(str(example['error']))}", highlight=False)
+        return
+    console.print(f"[bold]verdict[/]  {example['verdict'] or 'undetermined'}", highlight=False)
+    _render_reasoning(example)

@@ -23,6 +23,7 @@ import typer
 
 from privacy_ci.cli._common import (
     console,
+    cross_checker,
     err_console,
     escape,
     method_spec,
@@ -45,7 +46,13 @@ if TYPE_CHECKING:
     from privacy_ci.judging import Method
     from privacy_ci.llm import LLMClient
 
-__all__ = ["build_eval_method", "eval_command", "print_metrics", "report_command"]
+__all__ = [
+    "build_eval_method",
+    "eval_command",
+    "print_cross_check",
+    "print_metrics",
+    "report_command",
+]
 
 
 def build_eval_method(
@@ -66,6 +73,30 @@ def build_eval_method(
     from privacy_ci.judging import build_method
 
     return build_method(name, client, kb, judge_config, settings=settings)
+
+
+def print_cross_check(block: dict[str, Any]) -> None:
+    """Print a run's cross-check: the agreement table and the flagged cases' ids."""
+    from rich.table import Table
+
+    reasoner = str(block.get("reasoner") or "ci-reasoner")
+    table = Table(
+        title=escape(
+            f"cross-check with the {reasoner}: agreement {_pct(block['agreement'])}% "
+            f"({block['agreed']}/{block['compared']}), {block['flagged']} flagged"
+        ),
+        title_justify="left",
+    )
+    table.add_column(f"model \\ {reasoner}", no_wrap=True)
+    for column in block["columns"]:
+        table.add_column(escape(column), justify="right")
+    for row, counts in zip(block["rows"], block["counts"], strict=True):
+        table.add_row(escape(row), *(str(x) for x in counts))
+    console.print(table)
+    if block["flagged_cases"]:
+        console.print(
+            "[bold]flagged[/] " + escape(", ".join(block["flagged_cases"])), highlight=False
+        )
 
 
 def _slug(text: str) -> str:
@@ -142,6 +173,8 @@ def print_metrics(metrics: dict[str, Any], *, backend_detail: str = "") -> None:
         f"unparsed {metrics['unparsed']}  run {escape(str(metrics.get('run', '')))}[/]",
         highlight=False,
     )
+    if isinstance(metrics.get("cross_check"), dict):
+        print_cross_check(metrics["cross_check"])
 
 
 def eval_command(
@@ -152,7 +185,11 @@ def eval_command(
         help="A judging method (privacy-ci methods lists them).",
     ),
     dataset: str = typer.Option(
-        "real", "--dataset", "-d", help="A dataset name (`privacy-ci data` lists them)."
+        "real",
+        "--dataset",
+        "-d",
+        help="A dataset name (`privacy-ci data` lists them), or a .json/.jsonl file of "
+        "labelled cases (GoldCoin or PrivaCI-Bench fields; named after its stem).",
     ),
     provider: str | None = ProviderOpt,
     model: str | None = ModelOpt,
@@ -187,6 +224,12 @@ def eval_command(
     ),
     no_cache: bool = NoCacheOpt,
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
+    cross_check: bool = typer.Option(
+        False,
+        "--cross-check",
+        help="Run the model-free ci-reasoner beside the method and flag the verdicts its "
+        "checklist does not support (a cross-checked run is another run).",
+    ),
     config_file: Path | None = ConfigOpt,
     as_json: bool = typer.Option(False, "--json", help="Print the metrics as JSON."),
 ) -> None:
@@ -228,10 +271,13 @@ def eval_command(
                     f"method {method!r} needs a knowledge base, and dataset {dataset!r} "
                     f"({data.protocol.regulation}) has none: {exc}"
                 ) from None
+        checker = cross_checker(method, spec, kb, data.protocol.regulation) if cross_check else None
         client = make_client(config)
         judge = build_eval_method(method, client, kb, judge_config, settings)
-        folder = out or Path("runs") / (
-            f"{dataset}-{method}-{_slug(config.model)}" + (f"-n{limit}" if limit else "")
+        folder = out or Path("runs") / (  # a case file's run is named after its stem
+            f"{_slug(data.name)}-{method}-{_slug(config.model)}"
+            + (f"-n{limit}" if limit else "")
+            + ("-xc" if cross_check else "")  # another run than the one without
         )
         llm_facts = config.model_dump(exclude={"prices"})
         llm_facts["api_key_set"] = config.api_key() is not None
@@ -252,6 +298,7 @@ def eval_command(
                     knowledge_base=None if kb is None else kb.tree.content_hash(),
                     retry_errors=retry_errors,
                     extra={"llm_config": llm_facts},
+                    cross_check=checker,
                 )
             finally:
                 await client.aclose()

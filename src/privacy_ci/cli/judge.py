@@ -5,18 +5,19 @@
     privacy-ci judge "..." --provider openai-compatible --base-url http://localhost:8000/v1
 
 The default model is the embedded local one (constrained answers); any backend of
-`privacy-ci llm config` works. A ``--case`` file is a JSON object with the case
-fields: ``text`` (also ``case_content``, ``context`` or ``event``), ``id``,
-``sender_role``, ``recipient_role``, ``subject_role``, ``information_type``,
-``purpose``, ``consent_form`` (strings, lists of strings or null); other fields
-of a `privacy_ci.cases.Case` (``label``, ``gold_ids`` ...) are accepted and ignored,
-anything else is an error. An EVENT TEXT argument wins over the file's text.
+`privacy-ci llm config` works. A ``--case`` file holds one case (a JSON object, or
+a JSON list or JSONL file of several, with ``--index N`` picking one) in the
+GoldCoin or PrivaCI-Bench schema of `privacy_ci.cases.read_case_file`: the
+narrative (``context``, ``text``, ``case_content`` or ``event``), ``id``, the CI
+fields (``sender``, ``recipient``, ``subject``, their ``*_role`` names,
+``information_type``, ``purpose``, ``consent_form``). Gold fields (``norm_type``,
+``label``, ``refer_ids`` ...) are validated but never reach a prompt; other keys
+are kept as metadata. An EVENT TEXT argument wins over the file's text.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,90 +43,53 @@ from privacy_ci.cli.llm import (
 )
 
 if TYPE_CHECKING:
-    from privacy_ci.judging import Event, Judgment, Pipeline
-
-_TEXT_KEYS = ("text", "case_content", "context", "event")
-_IGNORED_KEYS = (
-    "dataset",
-    "regulation",
-    "label",
-    "gold_ids",
-    "gold_nodes",
-    "extra",
-    "norm_type",
-)
+    from privacy_ci.judging import CrossCheck, Event, Judgment, Pipeline
 
 
-def _field(path: Path, key: str, value: Any) -> str | None:
-    from privacy_ci.errors import PrivacyCIError
+def load_case_file(path: Path, text: str | None = None, index: int | None = None) -> Event:
+    """Read a ``--case`` file into an `Event` (see `privacy_ci.cases.read_case_file`).
 
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value.strip() or None
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return "; ".join(v.strip() for v in value if v.strip()) or None
-    raise PrivacyCIError(
-        f"--case {path}: field {key!r} must be a string, a list of strings or null, "
-        f"not {type(value).__name__}"
-    )
-
-
-def load_case_file(path: Path, text: str | None = None) -> Event:
-    """Read a ``--case`` JSON file into an `Event`.
+    Only the narrative, the id and the CI fields make the event: the gold fields
+    (``norm_type``, ``label``, ``refer_ids`` ...) and the metadata are validated
+    and dropped, so they never reach a prompt.
 
     Args:
-        path: the file.
+        path: a JSON object, or a JSON list or JSONL file of cases.
         text: the event text from the command line (wins over the file's).
+        index: which case of a file of several (from 0); None for a file of one.
 
     Returns:
         The event.
 
     Raises:
-        PrivacyCIError: one message naming the file and what is wrong.
+        PrivacyCIError: every problem, each naming ``--case``, the file, the line
+            or item and the field.
     """
-    from privacy_ci._structured import DuplicateKeyError, load_json
-    from privacy_ci.ci import FIELDS, Flow
-    from privacy_ci.errors import PrivacyCIError
+    from privacy_ci.cases import read_case_file
+    from privacy_ci.errors import PrivacyCIError, ValidationFailed
     from privacy_ci.judging import Event
 
     try:
-        raw = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PrivacyCIError(f"--case {path}: cannot read the file ({exc})") from None
-    try:
-        data = load_json(raw)
-    except DuplicateKeyError as exc:
-        raise PrivacyCIError(f"--case {path}: {exc}") from None
-    except json.JSONDecodeError as exc:
+        entries = read_case_file(path, require_text=False)
+    except ValidationFailed as exc:
+        raise ValidationFailed([f"--case {p}" for p in exc.problems]) from None
+    except PrivacyCIError as exc:
+        raise PrivacyCIError(f"--case {exc}") from None
+    n = len(entries)
+    if index is None and n > 1:
+        raise PrivacyCIError(f"--case {path}: holds {n} cases; pick one with --index 0..{n - 1}")
+    if index is not None and not 0 <= index < n:
         raise PrivacyCIError(
-            f"--case {path}: not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg})"
-        ) from None
-    if not isinstance(data, dict):
-        raise PrivacyCIError(
-            f"--case {path}: expected a JSON object with the case fields, "
-            f"got a {type(data).__name__}"
+            f"--case {path}: --index {index} is out of range (the file holds {n} case(s))"
         )
-    allowed = {*_TEXT_KEYS, *FIELDS, *_IGNORED_KEYS, "id"}
-    unknown = sorted(set(data) - allowed)
-    if unknown:
-        raise PrivacyCIError(
-            f"--case {path}: unknown field(s) {', '.join(unknown)}; expected "
-            f"{', '.join(('text', 'id', *FIELDS))}"
-        )
-    file_text = next(
-        (_field(path, k, data[k]) for k in _TEXT_KEYS if data.get(k) is not None), None
-    )
-    event_text = (text or "").strip() or file_text
+    entry = entries[index or 0]
+    event_text = (text or "").strip() or entry.text
     if not event_text:
+        where = f" {entry.where}" if entry.where else ""
         raise PrivacyCIError(
-            f"--case {path}: no event text (give a 'text' field or the EVENT TEXT argument)"
+            f"--case {path}{where}: no event text (give a 'text' field or the EVENT TEXT argument)"
         )
-    case_id = data.get("id")
-    if case_id is not None and not isinstance(case_id, str | int):
-        raise PrivacyCIError(f"--case {path}: field 'id' must be a string")
-    flow = Flow.of({k: _field(path, k, data.get(k)) for k in FIELDS})
-    return Event(text=event_text, id="" if case_id is None else str(case_id), flow=flow)
+    return Event(text=event_text, id=entry.id or "", flow=entry.flow)
 
 
 def _render(judgment: Judgment, pipeline: Pipeline, elapsed: float) -> None:
@@ -152,7 +116,10 @@ def _render(judgment: Judgment, pipeline: Pipeline, elapsed: float) -> None:
             console.print(f"  {node_id}: {text}", highlight=False, markup=False)
     elif pipeline.spec is not None and pipeline.spec.needs_kb and not judgment.error:
         console.print("[bold]regulations kept[/]  none")
-    if judgment.rationale.strip():
+    reasoning = next((st.parsed for st in judgment.steps if st.name == "reason"), None)
+    if isinstance(reasoning, dict):
+        _render_reasoning(reasoning)
+    elif judgment.rationale.strip():
         from privacy_ci.judging import truncate_text
 
         console.print("[bold]rationale[/]")
@@ -174,12 +141,86 @@ def _render(judgment: Judgment, pipeline: Pipeline, elapsed: float) -> None:
     console.print(f"[dim]total {elapsed:.2f}s[/]", highlight=False)
 
 
+def _render_reasoning(reasoning: dict[str, Any]) -> None:
+    """The ci-reasoner's explanation: applicability, the deciding norm, its conditions."""
+    console.print(f"[bold]rule[/]  {escape(reasoning['rule'])}", highlight=False)
+    console.print("[bold]applicability[/]")
+    for line in reasoning["applicability"]["reasons"]:
+        console.print(f"  {escape(line)}", highlight=False)
+    deciding = reasoning.get("deciding")
+    if deciding:
+        console.print(
+            f"[bold]deciding norm[/]  {escape(deciding['id'])} ({escape(deciding['paragraph'])})"
+            f" {escape(deciding['title'])}",
+            highlight=False,
+        )
+        for how in deciding["matched"]:
+            console.print(f"  matched {escape(how)}", highlight=False)
+        for cond in deciding["conditions"]:
+            style = _STATUS_STYLE[cond["status"]]
+            console.print(
+                f"  [{style}]{cond['status']:12}[/] {escape(cond['question'])}"
+                f" ({escape(cond['paragraph'])})",
+                highlight=False,
+            )
+            for ev in cond["evidence"]:
+                console.print(
+                    f'      {ev["states"]}: "{escape(ev["quote"])}" at {ev["start"]}-{ev["end"]}',
+                    highlight=False,
+                )
+    others = [c for c in reasoning["candidates"] if not deciding or c["id"] != deciding["id"]]
+    if others:
+        listed = ", ".join(f"{c['id']} ({c['effect']})" for c in others[:6])
+        console.print(f"[bold]other candidate norms[/]  {escape(listed)}", highlight=False)
+
+
+_STATUS_STYLE = {"met": "green", "contradicted": "red", "unstated": "yellow"}
+
+
+def _render_cross_check(checked: CrossCheck) -> None:
+    """The ci-reasoner's verdict beside the model's, and the flag with its conditions."""
+    data = checked.as_dict()
+    verdict = data["reasoner_verdict"] or "undetermined"
+    agree = "agrees" if checked.agree else "disagrees"
+    console.print(
+        f"[bold]cross-check[/]  {data['reasoner']}: {escape(verdict)} ({agree} with the model)",
+        highlight=False,
+    )
+    if checked.error:
+        console.print(f"  [yellow]{escape(checked.error)}[/]", highlight=False)
+    elif data["reasoner_rule"]:
+        console.print(f"  rule: {escape(data['reasoner_rule'])}", highlight=False)
+    flag = data["flag"]
+    if flag is None:
+        console.print("  not flagged", highlight=False)
+        return
+    console.print(
+        f"  [bold red]flagged[/] {escape(flag['kind'])}: {escape(flag['reason'])}",
+        highlight=False,
+    )
+    for cond in flag["conditions"]:
+        style = _STATUS_STYLE[cond["status"]]
+        console.print(
+            f"    [{style}]{cond['status']:12}[/] {escape(cond['question'])}"
+            f" ({escape(cond['paragraph'])})",
+            highlight=False,
+        )
+        for ev in cond["evidence"]:
+            console.print(f'        {ev["states"]}: "{escape(ev["quote"])}"', highlight=False)
+
+
 def judge(
     event_text: str | None = typer.Argument(
         None, metavar="EVENT_TEXT", help="The event to judge (or give a --case file)."
     ),
     case: Path | None = typer.Option(
-        None, "--case", help="A JSON file with the case fields (text, roles, purpose, ...)."
+        None,
+        "--case",
+        help="A JSON or JSONL file of a case (GoldCoin or PrivaCI-Bench fields: narrative, "
+        "roles, purpose, ...); gold fields never reach the prompt.",
+    ),
+    index: int | None = typer.Option(
+        None, "--index", help="Which case of a --case file holding several (from 0)."
     ),
     method: str = typer.Option(
         "bm25-content",
@@ -207,9 +248,20 @@ def judge(
     reference_chars: int | None = typer.Option(
         None, "--reference-chars", help="Characters of each regulation text shown (default 1500)."
     ),
+    sender: str | None = typer.Option(None, "--sender", help="The sender's role."),
+    recipient: str | None = typer.Option(None, "--recipient", help="The recipient's role."),
+    subject: str | None = typer.Option(None, "--subject", help="The data subject's role."),
+    info: str | None = typer.Option(None, "--info", help="The information type."),
+    purpose: str | None = typer.Option(None, "--purpose", help="The purpose of the flow."),
     temperature: float | None = TemperatureOpt,
     max_tokens: int | None = MaxTokensOpt,
     no_cache: bool = NoCacheOpt,
+    cross_check: bool = typer.Option(
+        False,
+        "--cross-check",
+        help="Run the model-free ci-reasoner beside the method: its verdict, and a flag "
+        "when its checklist does not support the model's.",
+    ),
     config_file: Path | None = ConfigOpt,
     as_json: bool = typer.Option(False, "--json", help="Print the judgment as JSON."),
 ) -> None:
@@ -222,12 +274,28 @@ def judge(
         from privacy_ci.llm import load_llm_config, make_client
 
         spec = method_spec(method, retriever)
+        if index is not None and case is None:
+            raise PrivacyCIError("--index picks a case of a --case file; give --case too")
         if case is not None:
-            event = load_case_file(case, event_text)
+            event = load_case_file(case, event_text, index)
         elif event_text and event_text.strip():
             event = Event(text=event_text.strip())
         else:
             raise PrivacyCIError("give the EVENT TEXT to judge, or a --case file")
+        given = {
+            "sender_role": sender,
+            "recipient_role": recipient,
+            "subject_role": subject,
+            "information_type": info,
+            "purpose": purpose,
+        }
+        if any(v is not None for v in given.values()):
+            from dataclasses import replace
+
+            from privacy_ci.ci import Flow
+
+            fields = {**event.flow.fields(), **{k: v for k, v in given.items() if v is not None}}
+            event = replace(event, flow=Flow.of(fields))
         changes: dict[str, Any] = {
             "k": k,
             spec.retriever_option or "retriever": retriever,
@@ -247,23 +315,30 @@ def judge(
                 highlight=False,
             )
 
-        client = make_client(config, on_retry=note_retry)
+        client = make_client(config, on_retry=note_retry) if spec.needs_model else None
         pipeline = build_method(method, client, config=judge_config, settings=settings)
+        checker = None
+        if cross_check:  # loaded before the model is called: its errors come first
+            from privacy_ci.cli._common import cross_checker
+
+            checker = cross_checker(method, spec, pipeline.context.kb, judge_config.regulation)
 
         async def run() -> Judgment:
             try:
                 return await pipeline.judge(event)
             finally:
-                await client.aclose()
+                if client is not None:
+                    await client.aclose()
 
         start = time.perf_counter()
         judgment = asyncio.run(run())
         elapsed = time.perf_counter() - start
+        checked = None if checker is None else checker.check_sync(event, judgment.verdict)
         if as_json:
             kb = pipeline.context.kb
             payload = {
                 **judgment.as_dict(),
-                "event": {"id": event.id, "text": event.text},
+                "event": {"id": event.id, "text": event.text, "flow": event.flow.as_dict()},
                 "regulations": [
                     {
                         "id": node_id,
@@ -280,11 +355,18 @@ def judge(
                     "reference_chars": judge_config.reference_chars,
                 },
                 "elapsed_s": round(elapsed, 4),
-                "usage": client.usage.as_dict(),
+                "usage": client.usage.as_dict() if client is not None else None,
             }
+            reasoning = next((st.parsed for st in judgment.steps if st.name == "reason"), None)
+            if reasoning is not None:
+                payload["reasoning"] = reasoning
+            if checked is not None:
+                payload["cross_check"] = checked.as_dict()
             print_json(payload)
         else:
             _render(judgment, pipeline, elapsed)
+            if checked is not None:
+                _render_cross_check(checked)
         if judgment.error:
             raise typer.Exit(1)
 

@@ -27,6 +27,11 @@ from privacy_ci.evaluation._baselines import (
     is_health_information,
     majority_baseline,
 )
+from privacy_ci.evaluation._cross_check import (
+    CROSS_CHECK_COLUMNS,
+    CROSS_CHECK_ROWS,
+    cross_check_metrics,
+)
 from privacy_ci.evaluation._metrics import (
     APPLICABILITY_CLASSES,
     COMPLIANCE_CLASSES,
@@ -76,6 +81,8 @@ from privacy_ci.evaluation._runner import (
 __all__ = [
     "APPLICABILITY_CLASSES",
     "COMPLIANCE_CLASSES",
+    "CROSS_CHECK_COLUMNS",
+    "CROSS_CHECK_ROWS",
     "HEALTH_INFORMATION",
     "HEALTH_TERMS",
     "MANIFEST_FILE",
@@ -106,6 +113,7 @@ __all__ = [
     "compute_baselines",
     "compute_metrics",
     "confusion_matrix",
+    "cross_check_metrics",
     "health_rule_baseline",
     "is_health_information",
     "is_test_double",

@@ -11,6 +11,9 @@ resource). Tables, per dataset:
 * binary compliance, permit vs prohibit on the applicable cases (Table 4);
 * a confusion matrix per run (with the unparsed column);
 * McNemar's test between every two runs on the same cases;
+* for a run made with ``--cross-check``: the agreement table of its verdicts with
+  the ci-reasoner's and the cases the cross-check flagged (with their conditions
+  and evidence);
 * a per-class F1 bar plot (matplotlib, Agg backend).
 
 Every table names the backend of each row. A run whose backend is the scripted
@@ -458,6 +461,62 @@ def _confusion_table(run: RunData) -> Table:
     )
 
 
+def _cross_check_tables(run: RunData) -> list[Table]:
+    """The agreement table and the flagged cases of a cross-checked run (else none)."""
+    block = run.metrics.get("cross_check")
+    if not isinstance(block, dict):
+        return []
+    reasoner = str(block.get("reasoner") or "ci-reasoner")
+    titles = {**_CLASS_TITLES, "undetermined": "undetermined"}
+    header = [f"model \\ {reasoner}", *(titles.get(c, c) for c in block["columns"])]
+    rows = [
+        [titles.get(r, r), *(str(x) for x in counts)]
+        for r, counts in zip(block["rows"], block["counts"], strict=True)
+    ]
+    notes = [
+        f"Agreement {pct(block.get('agreement'))}% ({block.get('agreed')}/"
+        f"{block.get('compared')} cases); {block.get('flagged')} flagged. Rows: the model's "
+        f"verdict; columns: the {reasoner}'s (undetermined: no norm of its catalogue applies)."
+    ]
+    if block.get("reasoner_errors"):
+        notes.append(f"The reasoner failed on {block['reasoner_errors']} case(s).")
+    title = f"Cross-check with the {reasoner}: {run.method} on {run.dataset} · {backend_label(run)}"
+    tables = [Table(title, header, rows, notes)]
+    flagged = [r for r in run.records if (r.get("cross_check") or {}).get("flagged")]
+    if flagged:
+        fheader = ["case", "gold", "model", reasoner, "flag", "norm", "conditions (evidence)"]
+        frows = [_flag_row(r) for r in flagged]
+        fnotes = [
+            "permit-unsupported: the model permits but the conditions of the permission "
+            "it rests on are unstated or contradicted; prohibit-despite-permission: the "
+            "model prohibits but every condition of an applicable permission is met."
+        ]
+        tables.append(
+            Table(f"Flagged cases: {run.method} · {backend_label(run)}", fheader, frows, fnotes)
+        )
+    return tables
+
+
+def _flag_row(record: dict[str, Any]) -> list[str]:
+    check = record["cross_check"]
+    flag = check.get("flag") or {}
+    norm = flag.get("norm") or {}
+    conditions = []
+    for cond in flag.get("conditions") or []:
+        evidence = cond.get("evidence") or []
+        quote = f' "{evidence[0].get("quote")}"' if evidence else ""
+        conditions.append(f"{cond.get('id')}: {cond.get('status')}{quote}")
+    return [
+        str(record.get("case_id")),
+        str(record.get("gold")),
+        str(check.get("model_verdict") or "unparsed"),
+        str(check.get("reasoner_verdict") or "undetermined"),
+        f"{flag.get('kind')}: {flag.get('reason')}",
+        f"{norm.get('id')} ({norm.get('paragraph')})",
+        "; ".join(conditions),
+    ]
+
+
 def _mcnemar_table(group: tuple[str, str, str, str], runs: list[RunData]) -> Table | None:
     rows = []
     for a, b in combinations(_sorted(runs), 2):
@@ -625,6 +684,8 @@ def build_report(runs: Sequence[RunData], *, plots: bool = True) -> Report:
         if comp is not None:
             section.tables.append(comp)
         section.tables += [_confusion_table(r) for r in _sorted(members)]
+        for r in _sorted(members):
+            section.tables += _cross_check_tables(r)
         mc = _mcnemar_table(group, members)
         if mc is not None:
             section.tables.append(mc)

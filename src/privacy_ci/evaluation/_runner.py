@@ -49,7 +49,9 @@ from privacy_ci._durable import (
 from privacy_ci.cases import Case, Dataset, load_dataset
 from privacy_ci.errors import PrivacyCIError
 from privacy_ci.evaluation._baselines import baseline_scores
+from privacy_ci.evaluation._cross_check import cross_check_metrics
 from privacy_ci.evaluation._metrics import score_run
+from privacy_ci.judging._cross_check import CrossChecker
 from privacy_ci.judging._methods import event_from_case
 from privacy_ci.judging._types import Event, Judgment, Method
 from privacy_ci.llm import GenerationSettings, LLMClient
@@ -108,6 +110,7 @@ def _record(
         "predicted_class": predicted,
         "correct": predicted is not None and predicted == gold_class,
         "error": judgment.error,
+        "abstained": judgment.abstained,
         "cited_ids": data["cited_ids"],
         "method": judgment.method,
         "backend": judgment.backend,
@@ -165,6 +168,19 @@ def compute_metrics(
     task = dataset.protocol.task.value
     backends = Counter(str(by_id[c.id].get("backend") or "") for c in scored)
     backend = backends.most_common(1)[0][0] if backends else ""
+    extra: dict[str, Any] = {}
+    abstained = [c for c in scored if by_id[c.id].get("abstained")]
+    if abstained:  # a method that may decline: coverage and accuracy on what it answered
+        answered = [c for c in scored if not by_id[c.id].get("abstained")]
+        right = sum(1 for c in answered if by_id[c.id].get("correct"))
+        extra["abstentions"] = {
+            "count": len(abstained),
+            "coverage": round(len(answered) / len(scored), 4) if scored else None,
+            "accuracy_on_answered": round(right / len(answered), 4) if answered else None,
+        }
+    checked = cross_check_metrics([by_id[c.id] for c in scored])
+    if checked is not None:  # only runs made with --cross-check have the block
+        extra["cross_check"] = checked
     return {
         "dataset": {
             "name": dataset.name,
@@ -181,7 +197,12 @@ def compute_metrics(
         "judged": len(scored),
         "complete": len(scored) == len(cases),
         "errors": sum(1 for c in scored if by_id[c.id].get("error")),
-        "unparsed": sum(1 for c in scored if by_id[c.id].get("verdict") is None),
+        "unparsed": sum(
+            1
+            for c in scored
+            if by_id[c.id].get("verdict") is None and not by_id[c.id].get("abstained")
+        ),
+        **extra,
         "scores": score_run(pairs, task, bootstrap=bootstrap, seed=seed).as_dict(),
         "baselines": baseline_scores(scored, dataset.protocol, bootstrap=bootstrap, seed=seed),
         "usage": _usage_from_records([by_id[c.id] for c in scored]),
@@ -235,8 +256,9 @@ def _identity(
     settings: Mapping[str, Any] | None,
     prompts: Mapping[str, str],
     kb_hash: str | None,
+    cross_check: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    return {
+    identity = {
         "dataset": {
             "name": dataset.name,
             "protocol": dataset.protocol.name,
@@ -254,6 +276,9 @@ def _identity(
         "prompts": dict(prompts),
         "knowledge_base": kb_hash,
     }
+    if cross_check is not None:  # a key only when on: runs without it keep their identity
+        identity["cross_check"] = dict(cross_check)
+    return identity
 
 
 # ---------------------------------------------------------------------------------
@@ -380,6 +405,7 @@ async def run_eval(
     bootstrap: int = 1000,
     seed: int = 0,
     extra: Mapping[str, Any] | None = None,
+    cross_check: CrossChecker | None = None,
 ) -> RunResult:
     """Judge every case of `dataset` with `method`, resumably, and score the run.
 
@@ -407,6 +433,9 @@ async def run_eval(
         sample_seed: the seed of the `limit` sample.
         bootstrap / seed: macro-F1 bootstrap settings.
         extra: more JSON-ready facts for the manifest (e.g. the LLM configuration).
+        cross_check: run the reasoner beside the method: each record gets a
+            ``cross_check`` entry, the metrics a ``cross_check`` block, and the
+            identity the checker's (a run with it is another run than one without).
 
     Returns:
         The `RunResult`.
@@ -440,6 +469,7 @@ async def run_eval(
         else {"generation": generation, "judge": judging},
         _prompt_hashes(own.prompts, prompts),
         knowledge_base if knowledge_base is not None else own.knowledge_base,
+        None if cross_check is None else cross_check.identity(),
     )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -560,8 +590,13 @@ async def run_eval(
                     error=f"{type(exc).__name__}: {exc} (raised by the method)",
                 )
             elapsed = time.perf_counter() - t0
+            checked = None
+            if cross_check is not None:  # not in elapsed_s: that is the method's time
+                checked = await cross_check.check(case_event(case), judgment.verdict)
         # the slot is free again while the record goes to disk
         record = _record(case, judgment, selected, elapsed, index)
+        if checked is not None:
+            record["cross_check"] = checked.as_dict()
         await writer.write(record)
         new_records.append(record)
         bar.finished(record, sum(s.retries for s in judgment.steps), hooked)

@@ -10,6 +10,13 @@ Privacy Conductor paper's judge-only flow judge (section V-G).
   six, ``dp``, ``cot-auto``, ``cot-manual``, ``agent-id``, ``bm25-content``,
   ``ci-es-content``, and the flow judge; each `MethodSpec` builds its chain of
   steps, and each built method reports its `MethodIdentity` for run manifests.
+* ``checklist-qa`` (`checklist_qa`): the ci-reasoner's candidate norms, each
+  norm's condition questions answered by the model (yes / no / not stated with a
+  verbatim quote, `checklist_schema`, `parse_checklist_answer`, `find_quote`),
+  combined by the reasoner's verdict rule.
+* The cross-check (`CrossChecker`, `cross_check`): the ci-reasoner beside any
+  model's verdict, flagging permits whose conditions it finds unmet and
+  prohibitions where it finds a permission's conditions met.
 * ``flow-judge`` (`judge_flow`): the CI five-tuple and the narrative, one
   structured decision + rationale (`flow_schema`, `parse_flow_answer`), re-asked
   up to twice when it does not parse.
@@ -21,8 +28,24 @@ Privacy Conductor paper's judge-only flow judge (section V-G).
   `parse_yes_no`), values (`Event`, `StepRecord`, `Judgment`, `Method`).
 """
 
+from privacy_ci.judging._checklist_qa import (
+    CHECKLIST_ANSWERS,
+    CHECKLIST_PARSE_RETRIES,
+    ChecklistAnswer,
+    checklist_qa,
+    checklist_schema,
+    find_quote,
+    parse_checklist_answer,
+    render_checklist_prompt,
+)
 from privacy_ci.judging._ci import CI_JSON_FIELDS, ci_schema
 from privacy_ci.judging._config import JudgeConfig
+from privacy_ci.judging._cross_check import (
+    CROSS_CHECK_REASONER,
+    CrossCheck,
+    CrossChecker,
+    cross_check,
+)
 from privacy_ci.judging._decide import VERDICT_OPTIONS, decide
 from privacy_ci.judging._explain import explain
 from privacy_ci.judging._extract_ci import extract_ci
@@ -67,7 +90,10 @@ from privacy_ci.judging._retrieve import retrieve
 from privacy_ci.judging._types import Event, Judgment, Method, MethodIdentity, StepRecord
 
 __all__ = [
+    "CHECKLIST_ANSWERS",
+    "CHECKLIST_PARSE_RETRIES",
     "CI_JSON_FIELDS",
+    "CROSS_CHECK_REASONER",
     "FILTER_OPTIONS",
     "FLOW_DECISIONS",
     "FLOW_MISSING",
@@ -77,6 +103,9 @@ __all__ = [
     "METHODS",
     "VERDICT_OPTIONS",
     "ChainBuilder",
+    "ChecklistAnswer",
+    "CrossCheck",
+    "CrossChecker",
     "Event",
     "FlowAnswer",
     "JudgeConfig",
@@ -94,13 +123,17 @@ __all__ = [
     "Step",
     "StepRecord",
     "build_method",
+    "checklist_qa",
+    "checklist_schema",
     "ci_schema",
+    "cross_check",
     "decide",
     "default_retriever",
     "event_from_case",
     "explain",
     "extract_ci",
     "filter_rules",
+    "find_quote",
     "flow_schema",
     "flow_values",
     "format_reference",
@@ -108,12 +141,14 @@ __all__ = [
     "id_list_grammar",
     "judge_flow",
     "load_prompt",
+    "parse_checklist_answer",
     "parse_flow_answer",
     "parse_verdict",
     "parse_yes_no",
     "prompt_hashes",
     "propose_ids",
     "register_method",
+    "render_checklist_prompt",
     "render_flow_prompt",
     "retrieve",
     "run_steps",

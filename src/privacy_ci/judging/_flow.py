@@ -265,7 +265,7 @@ async def judge_flow(state: PipelineState, ctx: PipelineContext) -> PipelineStat
     attempts = 1 + FLOW_PARSE_RETRIES
     last_text = ""
     for attempt in range(attempts):
-        completion = await ctx.client.complete(messages, settings, sample=attempt)
+        completion = await ctx.require_client().complete(messages, settings, sample=attempt)
         record = step_record("decide", FLOW_USER_PROMPT, prompt, completion)
         state.steps.append(record)
         common = {

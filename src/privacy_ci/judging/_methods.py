@@ -15,6 +15,11 @@ method              steps (prompt files under ``prompts/``)
 ``ci-es-content``   extract_ci(``ci_extract``) -> retrieve(role keywords, k,
                     query = the extracted roles) -> filter_rules(``law_filter``)
                     per hit -> decide(``content_decide``)              Table 10
+``checklist-qa``    candidates (the ci-reasoner's applicability and candidate
+                    norms, model-free) -> checklist(``checklist_qa``) per
+                    candidate norm with conditions (at most
+                    `JudgeConfig.checklist_norms`) -> combine (the reasoner's
+                    verdict rule over the model's answers)
 ``flow-judge``      judge_flow(system ``flow_judge_system``, user
                     ``flow_judge_user``): the CI five-tuple and the narrative,
                     a structured decision + rationale, re-asked up to twice
@@ -49,6 +54,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from privacy_ci.errors import PrivacyCIError
+from privacy_ci.judging._checklist_qa import checklist_qa
 from privacy_ci.judging._config import JudgeConfig
 from privacy_ci.judging._decide import decide
 from privacy_ci.judging._explain import explain
@@ -63,6 +69,7 @@ from privacy_ci.judging._pipeline import (
     run_steps,
 )
 from privacy_ci.judging._propose_ids import propose_ids
+from privacy_ci.judging._reason import reason
 from privacy_ci.judging._retrieve import retrieve
 from privacy_ci.judging._types import Event, Judgment, MethodIdentity
 from privacy_ci.llm import GenerationSettings, LLMClient
@@ -100,6 +107,7 @@ class MethodSpec:
         chain: builds its steps (`ChainBuilder`).
         retriever_option: the `JudgeConfig` field naming its retriever (``retriever``
             or ``ci_retriever``), for methods that retrieve; None for the others.
+        needs_model: False for a model-free method (it is built without a client).
     """
 
     name: str
@@ -109,6 +117,7 @@ class MethodSpec:
     needs_kb: bool
     chain: ChainBuilder = field(repr=False, compare=False)
     retriever_option: str | None = None
+    needs_model: bool = True
 
 
 METHODS: dict[str, MethodSpec] = {}
@@ -228,6 +237,24 @@ for _spec in (
         retriever_option="ci_retriever",
     ),
     MethodSpec(
+        "ci-reasoner",
+        "Model-free: the condition catalogue checked against the narrative (no LLM)",
+        (),
+        ("reason",),
+        True,
+        lambda config, retriever: [reason],
+        needs_model=False,
+    ),
+    MethodSpec(
+        "checklist-qa",
+        "The ci-reasoner's checklist answered by a model (yes / no / not stated with a "
+        "quote), combined by the reasoner's verdict rule",
+        ("checklist_qa",),
+        ("candidates", "checklist", "combine"),
+        True,
+        lambda config, retriever: [checklist_qa],
+    ),
+    MethodSpec(
         "flow-judge",
         "Judge-only: the CI five-tuple and narrative, a structured decision "
         "(Privacy Conductor V-G)",
@@ -278,7 +305,7 @@ class Pipeline:
         return MethodIdentity(
             method=self.name,
             client=self.context.client,
-            settings=self.context.settings,
+            settings=self.context.settings if self.context.client is not None else None,
             config=self.context.config,
             prompts=self.spec.prompts if self.spec is not None else (),
             knowledge_base=kb.tree.content_hash() if kb is not None else None,
@@ -287,7 +314,7 @@ class Pipeline:
 
 def build_method(
     name: str,
-    client: LLMClient,
+    client: LLMClient | None,
     kb: KnowledgeBase | None = None,
     config: JudgeConfig | None = None,
     *,
@@ -298,7 +325,7 @@ def build_method(
 
     Args:
         name: a key of `METHODS`.
-        client: the LLM client.
+        client: the LLM client (None for a model-free method).
         kb: the knowledge base (None: ``config.regulation``'s, loaded here for the
             methods that need one).
         config: the `JudgeConfig` (default: paper settings, auto constraining).
@@ -317,6 +344,10 @@ def build_method(
     spec = METHODS.get(name)
     if spec is None:
         raise PrivacyCIError(f"unknown method {name!r}; expected one of {', '.join(METHODS)}")
+    if client is None and spec.needs_model:
+        raise PrivacyCIError(f"method {name!r} needs a model: give it an LLM client")
+    if not spec.needs_model:
+        client = None  # a model-free method reports no backend
     config = config or JudgeConfig()
     context = PipelineContext(
         client=client, settings=settings or GenerationSettings(), config=config, kb=kb

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from privacy_ci.ci import Flow
+from privacy_ci.errors import PrivacyCIError
 from privacy_ci.judging._config import JudgeConfig
 from privacy_ci.judging._parse import ParsedVerdict
 from privacy_ci.judging._types import Event, Judgment, StepRecord
@@ -42,7 +43,11 @@ if TYPE_CHECKING:
     from privacy_ci.knowledge import KnowledgeBase
     from privacy_ci.retrieval import RetrievalQuery, Retriever
 
+MODEL_FREE = "model-free"
+"""The backend a method without a model reports (reports name it so)."""
+
 __all__ = [
+    "MODEL_FREE",
     "PipelineContext",
     "PipelineState",
     "QuerySource",
@@ -65,14 +70,15 @@ class PipelineContext:
     """What every step may use.
 
     Args:
-        client: the LLM client (retries, cache, concurrency, accounting).
+        client: the LLM client (retries, cache, concurrency, accounting); None for a
+            model-free method.
         settings: the base generation settings (temperature, seed, max_tokens ...);
             steps derive theirs from it.
         config: the `JudgeConfig`.
         kb: the knowledge base (needed by retrieval, Agent-ID and reference text).
     """
 
-    client: LLMClient
+    client: LLMClient | None
     settings: GenerationSettings = field(default_factory=GenerationSettings)
     config: JudgeConfig = field(default_factory=JudgeConfig)
     kb: KnowledgeBase | None = None
@@ -82,12 +88,22 @@ class PipelineContext:
         """Whether answers are constrained (config, else what the backend asks for)."""
         if self.config.constrain is not None:
             return self.config.constrain
+        if self.client is None:
+            return False
         return capabilities_of(self.client.backend).constrain_by_default
 
     @property
     def backend(self) -> str:
-        """``provider:model`` of the client's backend."""
+        """``provider:model`` of the client's backend (``model-free`` without one)."""
+        if self.client is None:
+            return MODEL_FREE
         return f"{self.client.backend.provider}:{self.client.backend.model}"
+
+    def require_client(self) -> LLMClient:
+        """The LLM client (a step that calls a model in a model-free method is a bug)."""
+        if self.client is None:
+            raise PrivacyCIError("this method has no model: its steps cannot call one")
+        return self.client
 
     def require_kb(self) -> KnowledgeBase:
         """The knowledge base, loading `config.regulation`'s on first use.
@@ -153,6 +169,7 @@ class PipelineState:
             steps=list(self.steps),
             backend=backend,
             error=self.error,
+            abstained=self.decision is not None and self.decision.method == "abstained",
         )
 
 
@@ -253,7 +270,7 @@ async def call_model(
     settings: GenerationSettings,
 ) -> tuple[Completion, StepRecord]:
     """One model call with a user prompt, and its `StepRecord` (not yet appended)."""
-    completion = await ctx.client.complete([user(prompt)], settings)
+    completion = await ctx.require_client().complete([user(prompt)], settings)
     return completion, step_record(name, prompt_name, prompt, completion)
 
 

@@ -77,8 +77,11 @@ class Judgment:
         cited_ids: the regulation ids kept and shown to the decision step.
         rationale: the model's reasoning text (the decision step's output).
         steps: every step, in order.
-        backend: ``provider:model`` of the model that produced it.
+        backend: ``provider:model`` of the model that produced it (``model-free``
+            for a method without one).
         error: set when a model call failed (after retries) and no verdict exists.
+        abstained: the method declined to answer (``undetermined``): no verdict, not
+            a failure; counted wrong, and reported with coverage beside accuracy.
     """
 
     method: str
@@ -88,6 +91,7 @@ class Judgment:
     steps: list[StepRecord] = field(default_factory=list)
     backend: str = ""
     error: str | None = None
+    abstained: bool = False
 
     @property
     def parsed(self) -> bool:
@@ -101,6 +105,7 @@ class Judgment:
             "rationale": self.rationale,
             "backend": self.backend,
             "error": self.error,
+            "abstained": self.abstained,
             "steps": [s.as_dict() for s in self.steps],
         }
 

@@ -17,6 +17,7 @@ the same key).
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 import unicodedata
 from collections import Counter
@@ -528,6 +529,7 @@ def _stem(token: str) -> str:
     return token
 
 
+@functools.lru_cache(maxsize=65536)  # graph terms are tokenised again for every query
 def term_tokens(term: str) -> tuple[str, ...]:
     """The stemmed tokens of a term (``"Covered Entities"`` -> ``("cover", "entity")``).
 

@@ -531,10 +531,12 @@ def create_app(store: DocumentStore, settings: ServiceSettings) -> FastAPI:
         async with judges_lock:  # one build per method, off the event loop
             method = judges.get(name)
             if method is None:
-                from privacy_ci.judging import build_method
+                from privacy_ci.judging import METHODS, build_method
                 from privacy_ci.llm import make_client
 
-                client = settings.llm_client or make_client()
+                client = None
+                if METHODS[name].needs_model:  # a model-free method never loads a model
+                    client = settings.llm_client or make_client()
                 method = await asyncio.to_thread(build_method, name, client)
                 judges[name] = method
             return method
@@ -590,7 +592,13 @@ def create_app(store: DocumentStore, settings: ServiceSettings) -> FastAPI:
 
         return {
             "methods": [
-                {"name": m.name, "title": m.title, "steps": list(m.steps), "needs_kb": m.needs_kb}
+                {
+                    "name": m.name,
+                    "title": m.title,
+                    "steps": list(m.steps),
+                    "needs_kb": m.needs_kb,
+                    "needs_model": m.needs_model,
+                }
                 for m in METHODS.values()
             ]
         }

@@ -76,6 +76,7 @@ class MethodOut(BaseModel):
     title: str
     steps: list[str]
     needs_kb: bool
+    needs_model: bool = Field(True, description="False for a model-free method (ci-reasoner).")
 
 
 class MethodsResponse(BaseModel):
@@ -83,7 +84,8 @@ class MethodsResponse(BaseModel):
 
 
 class JudgeResponse(BaseModel):
-    """The verdict (null when the model's answer could not be parsed) and its trace."""
+    """The verdict (null when the model's answer could not be parsed, or when a
+    model-free method abstains) and its trace."""
 
     method: str
     verdict: str | None
@@ -91,6 +93,9 @@ class JudgeResponse(BaseModel):
     rationale: str
     backend: str
     error: str | None
+    abstained: bool = Field(
+        False, description="The method abstained: no norm of its catalogue applies."
+    )
     steps: list[dict[str, Any]]
 
 
