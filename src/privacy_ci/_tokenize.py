@@ -14,7 +14,8 @@ two configurations of the same `Tokenizer` rather than two implementations:
   (``[^\\W_]+``: underscores split, one-letter words kept), the 179 bm25s
   ``STOPWORDS_EN_PLUS`` removed, Snowball stems.
 
-`PAPER_TOKENIZER` is the ``bm25-paper`` baseline: ``text.lower().split()`` only.
+`LEAVES_TOKENIZER` is ``bm25-leaves`` (our first reading of the paper's BM25):
+``text.lower().split()`` only.
 
 The retrieval package hashes a tokenizer's fields into its index cache keys, so
 the fields keep their original names and values (``stopwords=True`` still means
@@ -32,7 +33,7 @@ from typing import Any, Literal
 
 from privacy_ci.errors import PrivacyCIError
 
-__all__ = ["BM25_PLUS_TOKENIZER", "PAPER_TOKENIZER", "STORE_TOKENIZER", "Tokenizer"]
+__all__ = ["BM25_PLUS_TOKENIZER", "LEAVES_TOKENIZER", "STORE_TOKENIZER", "Tokenizer"]
 
 _WORDS = re.compile(r"[^\W_]+", re.UNICODE)
 _TERMS = re.compile(r"(?u)\b\w\w+\b")
@@ -105,5 +106,5 @@ STORE_TOKENIZER = Tokenizer(split="terms", stopwords="en", stem=True)
 BM25_PLUS_TOKENIZER = Tokenizer(split="words", stopwords=True, stem=True)
 """``bm25-plus`` over regulation trees (see the module docstring)."""
 
-PAPER_TOKENIZER = Tokenizer(split="whitespace", stopwords=False, stem=False)
-"""``bm25-paper``: lower-cased, split on whitespace, nothing removed or stemmed."""
+LEAVES_TOKENIZER = Tokenizer(split="whitespace", stopwords=False, stem=False)
+"""``bm25-leaves``: lower-cased, split on whitespace, nothing removed or stemmed."""

@@ -13,14 +13,14 @@ import pytest
 from privacy_ci.ci import Flow
 from privacy_ci.knowledge import KnowledgeBase, load_knowledge_base
 from privacy_ci.retrieval import (
-    PAPER_CONFIG,
+    LEAVES_CONFIG,
     PLUS_CONFIG,
     BM25Retriever,
     EmptyQueryError,
     RetrievalError,
     RetrievalQuery,
     Tokenizer,
-    bm25_paper,
+    bm25_leaves,
     bm25_plus,
     build_documents,
     kb_fingerprint,
@@ -42,7 +42,7 @@ def toy() -> KnowledgeBase:
 
 
 def test_paper_scores_match_equations_1_and_2_by_hand(toy: KnowledgeBase) -> None:
-    r = bm25_paper(toy, cache=False)
+    r = bm25_leaves(toy, cache=False)
     assert r.config.method == "atire" and r.config.idf_method == "robertson"
     assert (r.config.k1, r.config.b) == (1.5, 0.75)
     docs = {i: TOY_LEAVES[i].lower().split() for i in r.ids}
@@ -75,7 +75,7 @@ def test_paper_scores_match_equations_1_and_2_by_hand(toy: KnowledgeBase) -> Non
 
 
 def test_fast_scoring_equals_bm25s_get_scores(toy: KnowledgeBase) -> None:
-    for config in (PAPER_CONFIG, PLUS_CONFIG):
+    for config in (LEAVES_CONFIG, PLUS_CONFIG):
         r = BM25Retriever(toy, config, cache=False)
         query = "the court ordered the police to get the employer's records"
         tokens = r.query_tokens(query)
@@ -100,7 +100,7 @@ def test_paper_tokenisation_is_whitespace_and_lowercase_only() -> None:
 
 
 def test_ranking_and_hits(toy: KnowledgeBase) -> None:
-    r = bm25_paper(toy, cache=False)
+    r = bm25_leaves(toy, cache=False)
     hits = r.retrieve("an order of a court", k=3)
     assert hits[0].node_id == "1(a)" and hits[0].score > 0
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
@@ -116,7 +116,7 @@ def test_plus_documents_use_full_specification_and_annotations(toy: KnowledgeBas
     r = bm25_plus(toy, cache=False)
     # "judicial" is only in section 1's heading and 1(a)'s purpose: the paper baseline misses it
     assert r.retrieve("judicial", 2)[0].node_id == "1(a)"
-    assert bm25_paper(toy, cache=False).retrieve("judicial", 2) == []
+    assert bm25_leaves(toy, cache=False).retrieve("judicial", 2) == []
     ci = RetrievalQuery("a hospital shares files", flow=Flow.of(recipient_role="law enforcement"))
     assert r.retrieve(ci, 1)[0].node_id == "1(b)"
 
@@ -133,7 +133,7 @@ def test_empty_query_is_an_error_and_unknown_words_give_nothing(toy: KnowledgeBa
 
 
 def test_non_english_text_never_crashes(toy: KnowledgeBase) -> None:
-    for r in (bm25_paper(toy, cache=False), bm25_plus(toy, cache=False)):
+    for r in (bm25_leaves(toy, cache=False), bm25_plus(toy, cache=False)):
         for text in (
             "外科医生把手术报告发给了病人的雇主",
             "Der Chirurg schickt den Bericht",
@@ -186,7 +186,7 @@ def test_default_cache_goes_to_the_cache_dir(
     toy: KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PRIVACY_CI_CACHE", str(tmp_path / "cache"))
-    r = bm25_paper(toy)
+    r = bm25_leaves(toy)
     assert r.cache_path is not None
     assert r.cache_path.is_relative_to(tmp_path / "cache" / "retrieval" / "bm25")
 
@@ -203,7 +203,7 @@ def test_real_cases_with_gold_164_512_are_hit(
     from privacy_ci.cases import load_dataset
 
     cache = tmp_path_factory.mktemp("bm25")
-    retrievers = [bm25_paper(hipaa, cache), bm25_plus(hipaa, cache)]
+    retrievers = [bm25_leaves(hipaa, cache), bm25_plus(hipaa, cache)]
     cases = [
         c for c in load_dataset("real", shared_data) if c.applicable and "164.512" in c.gold_nodes
     ]

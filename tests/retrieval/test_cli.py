@@ -35,6 +35,14 @@ def test_eval_json_rows_keyed_by_retriever() -> None:
     assert {"recall@1", "recall@5", "recall@10", "recall@20", "mrr", "ndcg@10"} <= set(
         rows["bm25-plus"]
     )
+    # the difference to bm25-paper, with a paired bootstrap interval around it
+    diff = rows["bm25-plus"]["vs_bm25-paper"]["recall@10"]
+    assert diff["value"] == pytest.approx(
+        rows["bm25-plus"]["recall@10"] - rows["bm25-paper"]["recall@10"], abs=2e-4
+    )
+    assert diff["low"] <= diff["value"] <= diff["high"] and diff["cases"] == 40
+    assert "vs_bm25-paper" not in rows["bm25-paper"]
+    assert set(rows["bm25-plus"]["vs_bm25-paper"]) == {"recall@10", "any_hit@10"}
 
 
 def test_eval_table_and_errors() -> None:

@@ -15,7 +15,7 @@ from privacy_ci.retrieval import (
     HybridRetriever,
     RetrievalError,
     RetrievalQuery,
-    bm25_paper,
+    bm25_leaves,
     bm25_plus,
     build_retriever,
     definition_nodes,
@@ -87,7 +87,7 @@ def test_hybrid_fuses_and_expands_support_references() -> None:
 
 def test_hybrid_of_real_retrievers_on_the_toy_kb(tmp_path: Path) -> None:
     kb = toy_kb()
-    h = HybridRetriever([bm25_paper(kb, tmp_path), bm25_plus(kb, tmp_path)], weights=[1.0, 0.5])
+    h = HybridRetriever([bm25_leaves(kb, tmp_path), bm25_plus(kb, tmp_path)], weights=[1.0, 0.5])
     top = h.retrieve("an order of a court in a judicial proceeding", 3)
     assert top[0].node_id == "1(a)"
     with pytest.raises(RetrievalError):

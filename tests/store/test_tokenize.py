@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from privacy_ci import _tokenize
-from privacy_ci.retrieval import PAPER_CONFIG, PLUS_CONFIG, Tokenizer
+from privacy_ci.retrieval import LEAVES_CONFIG, PLUS_CONFIG, Tokenizer
 from privacy_ci.store import tokenize
 
 TEXT = "The HIV_test of a 1-year-old: Straße, ﬁnance and about results"
@@ -12,7 +12,7 @@ TEXT = "The HIV_test of a 1-year-old: Straße, ﬁnance and about results"
 def test_one_tokenizer_serves_the_store_and_the_retrievers() -> None:
     assert Tokenizer is _tokenize.Tokenizer
     assert PLUS_CONFIG.tokenizer == _tokenize.BM25_PLUS_TOKENIZER
-    assert PAPER_CONFIG.tokenizer == _tokenize.PAPER_TOKENIZER
+    assert LEAVES_CONFIG.tokenizer == _tokenize.LEAVES_TOKENIZER
     assert tokenize(TEXT) == _tokenize.STORE_TOKENIZER(TEXT)
 
 
@@ -30,10 +30,10 @@ def test_the_configurations_differ_as_documented() -> None:
         "financ",
         "result",
     ]
-    assert _tokenize.PAPER_TOKENIZER("The Court's ORDER") == ["the", "court's", "order"]
+    assert _tokenize.LEAVES_TOKENIZER("The Court's ORDER") == ["the", "court's", "order"]
 
 
 def test_the_fields_keep_retrieval_index_keys() -> None:
     # retrieval hashes these fields into its cache keys: names and values must stay
     assert PLUS_CONFIG.index_key() == "64dfbd3c70cf164c"
-    assert PAPER_CONFIG.index_key() == "6da86048c1979ecd"
+    assert LEAVES_CONFIG.index_key() == "6da86048c1979ecd"

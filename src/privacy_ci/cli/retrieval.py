@@ -101,15 +101,35 @@ def eval_command(
         mode: Literal["text", "ci"] = "ci" if query == "ci" else "text"
         results = evaluate_many(retrievers, cases, query=mode, dataset=dataset)
         if as_json:
-            print_json({r.name: r.row() for r in results})
+            print_json({r.name: _row_with_difference(r, results) for r in results})
             return
         _print_table(results, dataset, query)
+
+
+DIFFERENCE_METRICS = ("recall@10", "any_hit@10")
+"""The metrics whose difference to bm25-paper `retrieval eval` gives with an interval."""
+
+
+def _differences(r: RetrievalResult, results: list[RetrievalResult]) -> dict[str, Any] | None:
+    from privacy_ci.retrieval import paired_difference
+
+    base = next((b for b in results if b.name == "bm25-paper"), None)
+    if base is None or r is base or not r.per_case:
+        return None
+    return {m: paired_difference(r, base, m) for m in DIFFERENCE_METRICS}
+
+
+def _row_with_difference(r: RetrievalResult, results: list[RetrievalResult]) -> dict[str, Any]:
+    row = r.row()
+    diffs = _differences(r, results)
+    if diffs is not None:
+        row["vs_bm25-paper"] = {m: d.as_dict() for m, d in diffs.items()}
+    return row
 
 
 def _print_table(results: list[RetrievalResult], dataset: str, query: str) -> None:
     from rich.table import Table
 
-    base = next((r for r in results if r.name == "bm25-paper"), None)
     n = results[0].n_cases if results else 0
     table = Table(
         title=escape(f"Retrieval on {dataset} ({n} applicable cases with gold ids, query={query})"),
@@ -119,23 +139,27 @@ def _print_table(results: list[RetrievalResult], dataset: str, query: str) -> No
     ks = results[0].ks if results else (1, 5, 10, 20)
     for k in ks:
         table.add_column(f"R@{k}", justify="right")
-    for col in ("MRR", "nDCG@10", "ΔR@10 vs bm25-paper", "cases"):
+    for col in ("AnyHit@10", "MRR", "nDCG@10", "ΔR@10 vs bm25-paper [95%]", "ΔAnyHit@10", "cases"):
         table.add_column(col, justify="right")
     for r in results:
-        delta = ""
-        if base is not None and 10 in r.recall:
-            delta = f"{100 * (r.recall[10] - base.recall[10]):+.1f}"
+        diffs = _differences(r, results)
+        delta = diffs["recall@10"].text() if diffs else ""
+        delta_any = diffs["any_hit@10"].text() if diffs else ""
         table.add_row(
             escape(r.name),
             *(f"{100 * r.recall[k]:.1f}" for k in ks),
+            f"{100 * r.any_hit[10]:.1f}" if 10 in r.any_hit else "",
             f"{r.mrr:.3f}",
             f"{r.ndcg10:.3f}",
             delta,
+            delta_any,
             str(r.n_cases),
         )
     console.print(table)
     console.print(
-        "R@k: % of gold ids hit in the top k (a hit is the gold node or a node inside it).",
+        "R@k: % of gold ids hit in the top k (a hit is the gold node or a node inside it);"
+        " AnyHit@10: % of cases with a hit in the top 10; Δ: points over bm25-paper (the"
+        " released code's BM25) with a paired bootstrap 95% interval over the cases.",
         highlight=False,
     )
 

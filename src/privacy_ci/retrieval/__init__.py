@@ -3,9 +3,11 @@
 * `Retriever` protocol: ``retrieve(query: str | RetrievalQuery, k) -> list[Hit]`` and
   ``name``; `RetrievalQuery` carries the case text and, optionally, its CI
   characteristics; `Hit` is ``(node_id, score)``.
-* `BM25Retriever` on bm25s, with the presets `bm25_paper` (``bm25-paper``: the
-  paper's Okapi BM25, equations 1-2) and `bm25_plus` (``bm25-plus``: stemming, stop
-  words, full specifications with CI annotations, tree-aware ranking).
+* `bm25_paper` (``bm25-paper``): the Privacy Checklist's BM25 exactly as its released
+  code ran it (the annotated entries, its tokenisation, IDF and ties: `OfficialBM25`).
+* `BM25Retriever` on bm25s, with the presets `bm25_leaves` (``bm25-leaves``: equations
+  1-2 over the tree's leaves) and `bm25_plus` (``bm25-plus``: stemming, stop words,
+  full specifications with CI annotations, tree-aware ranking).
 * `DenseRetriever`: Sentence Transformers cosine similarity (default the packaged
   all-MiniLM-L6-v2; the paper's all-mpnet-base-v2 if available locally).
 * `RoleKeywordRetriever`: CI-ES, norms whose roles match the case's roles
@@ -35,19 +37,20 @@ from privacy_ci.retrieval._base import (
     retrieval_cache_dir,
 )
 from privacy_ci.retrieval._bm25 import (
-    PAPER_CONFIG,
+    LEAVES_CONFIG,
     PLUS_CONFIG,
     BM25Config,
     BM25Retriever,
     DocumentRecipe,
     Tokenizer,
-    bm25_paper,
+    bm25_leaves,
     bm25_plus,
     build_documents,
     defined_terms_in,
     path_text,
     rank_with_tree,
 )
+from privacy_ci.retrieval._bm25_official import OfficialBM25, OfficialBM25Retriever, bm25_paper
 from privacy_ci.retrieval._dense import (
     DEFAULT_MODEL,
     PAPER_MODEL,
@@ -62,6 +65,7 @@ from privacy_ci.retrieval._eval import (
     DATASET_REGULATION,
     DATASETS,
     CaseMetrics,
+    PairedDifference,
     RetrievalResult,
     case_metrics,
     dataset_regulation,
@@ -71,6 +75,7 @@ from privacy_ci.retrieval._eval import (
     gold_of,
     is_applicable,
     load_eval_cases,
+    paired_difference,
 )
 from privacy_ci.retrieval._hybrid import (
     BEST_HYBRID,
@@ -97,7 +102,7 @@ __all__ = [
     "DATASETS",
     "DATASET_REGULATION",
     "DEFAULT_MODEL",
-    "PAPER_CONFIG",
+    "LEAVES_CONFIG",
     "PAPER_MODEL",
     "PLUS_CONFIG",
     "RETRIEVERS",
@@ -113,6 +118,9 @@ __all__ = [
     "Hit",
     "HybridRetriever",
     "ModelUnavailableError",
+    "OfficialBM25",
+    "OfficialBM25Retriever",
+    "PairedDifference",
     "RejectedId",
     "RetrievalError",
     "RetrievalQuery",
@@ -125,6 +133,7 @@ __all__ = [
     "Tokenizer",
     "VerifiedIds",
     "as_query",
+    "bm25_leaves",
     "bm25_paper",
     "bm25_plus",
     "build_documents",
@@ -146,6 +155,7 @@ __all__ = [
     "kb_fingerprint",
     "load_embedding_model",
     "load_eval_cases",
+    "paired_difference",
     "path_text",
     "rank_with_tree",
     "register_retriever",

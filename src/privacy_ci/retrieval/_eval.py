@@ -45,6 +45,7 @@ __all__ = [
     "DATASETS",
     "DATASET_REGULATION",
     "CaseMetrics",
+    "PairedDifference",
     "RetrievalResult",
     "case_metrics",
     "dataset_regulation",
@@ -54,6 +55,7 @@ __all__ = [
     "gold_of",
     "is_applicable",
     "load_eval_cases",
+    "paired_difference",
 ]
 
 DATASET_REGULATION: Mapping[str, str] = RegistryView(
@@ -428,6 +430,94 @@ def evaluate_many(
         evaluate_retrieval(r, materialised, ks=ks, query=query, tree=tree, dataset=dataset)
         for r in retrievers
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class PairedDifference:
+    """A retriever's metric minus the baseline's on the same cases, with a paired
+    bootstrap interval (the cases are resampled together for both retrievers).
+
+    Args:
+        metric: ``recall@10`` or ``any_hit@10`` (any ``recall@K`` / ``any_hit@K``).
+        value: the mean difference.
+        low, high: the interval's bounds.
+        level: its confidence level.
+        cases: the cases both were measured on.
+        resamples: bootstrap resamples.
+    """
+
+    metric: str
+    value: float
+    low: float
+    high: float
+    level: float
+    cases: int
+    resamples: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "value": round(self.value, 4),
+            "low": round(self.low, 4),
+            "high": round(self.high, 4),
+            "level": self.level,
+            "cases": self.cases,
+            "resamples": self.resamples,
+            "method": "paired percentile bootstrap over cases",
+        }
+
+    def text(self) -> str:
+        """``+13.5 [+8.1, +19.0]`` (points)."""
+        return f"{100 * self.value:+.1f} [{100 * self.low:+.1f}, {100 * self.high:+.1f}]"
+
+
+def paired_difference(
+    result: RetrievalResult,
+    baseline: RetrievalResult,
+    metric: str = "recall@10",
+    *,
+    resamples: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> PairedDifference:
+    """How far `result` is from `baseline` on a metric, with a paired bootstrap interval.
+
+    Args:
+        result, baseline: two retrievers' results on the same dataset and query mode.
+        metric: ``recall@K`` or ``any_hit@K``.
+        resamples: bootstrap resamples (a fixed seed: the interval is reproducible).
+        level: the confidence level.
+        seed: the resampling seed.
+
+    Returns:
+        The `PairedDifference`.
+
+    Raises:
+        RetrievalError: an unknown metric, or no case in common.
+    """
+    import numpy as np
+
+    name, _, cut = metric.partition("@")
+    if name not in ("recall", "any_hit") or not cut.isdigit():
+        raise RetrievalError(f"metric must be recall@K or any_hit@K, not {metric!r}")
+    k = int(cut)
+    base = {c.case_id: c for c in baseline.per_case}
+    pairs = [(c, base[c.case_id]) for c in result.per_case if c.case_id in base]
+    if not pairs:
+        raise RetrievalError(f"{result.name} and {baseline.name} share no case")
+
+    def value(c: CaseMetrics) -> float:
+        return c.recall(k) if name == "recall" else c.any_hit(k)
+
+    diffs = np.array([value(a) - value(b) for a, b in pairs])
+    rng = np.random.default_rng(seed)
+    samples = rng.integers(0, len(diffs), size=(resamples, len(diffs)))
+    means = diffs[samples].mean(axis=1)
+    tail = (1 - level) / 2
+    low, high = np.quantile(means, [tail, 1 - tail])
+    return PairedDifference(
+        metric, float(diffs.mean()), float(low), float(high), level, len(diffs), resamples
+    )
 
 
 def format_results(results: Sequence[RetrievalResult], baseline: str = "bm25-paper") -> str:
