@@ -170,3 +170,16 @@ def test_paired_difference() -> None:
         paired_difference(better, base, "mrr")
     with pytest.raises(RetrievalError):
         paired_difference(better, _result("other", {}), "recall@10")
+
+
+def test_entries_are_a_document_unit(hipaa_kb) -> None:  # type: ignore[no-untyped-def]
+    """Any BM25 or dense recipe can index the annotated entries, as the released code does."""
+    from privacy_ci.retrieval import DocumentRecipe, build_documents
+
+    ids, texts = build_documents(hipaa_kb, DocumentRecipe(units="entries", text="own"))
+    assert ids == list(hipaa_kb.norms) and len(ids) == 591
+    assert texts[0] == hipaa_kb.norms[ids[0]].text
+    ids2, texts2 = build_documents(
+        hipaa_kb, DocumentRecipe(units="entries", text="own", norm_fields=True)
+    )
+    assert ids2 == ids and texts2[0].startswith(texts[0]) and len(texts2[0]) > len(texts[0])

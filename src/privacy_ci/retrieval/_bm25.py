@@ -96,8 +96,10 @@ class DocumentRecipe:
     """How the text of each retrievable node is built (part of every cache key).
 
     Args:
-        units: ``leaves`` (the paper's subrules) or ``nodes`` (every tree node but
-            the root; an internal node's text is then its own text).
+        units: ``leaves`` (the paper's subrules), ``nodes`` (every tree node but
+            the root; an internal node's text is then its own text), or ``entries``
+            (the knowledge base's annotated entries, in file order, as the released
+            code indexes them; ``own`` text is then the entry's annotated text).
         text: ``own`` (the node's own text, or its heading when it has none);
             ``spec`` (the full specification: every node's text from the root down);
             or ``path`` (the headings of the structural ancestors (part, subpart,
@@ -112,7 +114,7 @@ class DocumentRecipe:
         definition_words: how much of each definition ``text`` appends.
     """
 
-    units: Literal["leaves", "nodes"] = "leaves"
+    units: Literal["leaves", "nodes", "entries"] = "leaves"
     text: Literal["own", "spec", "path"] = "own"
     norm_fields: bool = False
     definitions: Literal["none", "terms", "text"] = "none"
@@ -198,6 +200,8 @@ def build_documents(kb: KnowledgeBase, recipe: DocumentRecipe) -> tuple[list[str
     tree = kb.tree
     if recipe.units == "leaves":
         nodes = list(tree.leaves())
+    elif recipe.units == "entries":
+        nodes = [tree[norm_id] for norm_id in kb.norms if norm_id in tree]
     else:
         nodes = [n for n in tree.tree_nodes() if n.id != tree.root]
     patterns = _definition_patterns(kb) if recipe.definitions != "none" else []
@@ -208,6 +212,8 @@ def build_documents(kb: KnowledgeBase, recipe: DocumentRecipe) -> tuple[list[str
             body = tree.full_specification(node.id)
         elif recipe.text == "path":
             body = path_text(tree, node.id)
+        elif recipe.units == "entries":
+            body = kb.norms[node.id].text
         else:
             body = node.text or node.title
         parts = [body]
