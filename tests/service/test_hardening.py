@@ -636,3 +636,37 @@ def test_gate_decisions_over_http_match_the_gate(
                 lab.doc_id for lab in corpus.labels if gate.decide(requester, lab).permitted
             ]
             assert body["permitted"] == expected
+
+
+def test_a_slow_retrieval_does_not_stall_the_other_requests(
+    riverside: DocumentStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gated retrieval path runs off the event loop (issue 15): while one request's
+    retrieval is held, health checks and gate decisions still answer at once."""
+    from privacy_ci.service import _app
+
+    release = threading.Event()
+    entered = threading.Event()
+    real = _app.retrieve_for
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        entered.set()
+        assert release.wait(20), "the test never released the retrieval"
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_app, "retrieve_for", held)
+    app = create_app(riverside, ServiceSettings(jwt_key=KEY))
+    with _served(app) as url, ThreadPoolExecutor(2) as pool:
+        http = httpx.Client(base_url=url, timeout=30)
+        slow = pool.submit(
+            http.post, "/v1/retrieve", json={"query": "lab results", "k": 3}, headers=DOCTOR
+        )
+        assert entered.wait(10), "the retrieval never started"
+        quick = httpx.Client(base_url=url, timeout=5)
+        start = time.perf_counter()
+        assert quick.get("/v1/health").status_code == 200
+        decided = quick.post("/v1/decide", json={"doc_id": "RMC-LAB-001"}, headers=DOCTOR)
+        assert decided.status_code == 200
+        assert time.perf_counter() - start < 5 and not slow.done()
+        release.set()
+        assert slow.result(timeout=20).status_code == 200

@@ -492,7 +492,9 @@ def create_app(store: DocumentStore, settings: ServiceSettings) -> FastAPI:
     async def retrieve(body: RetrieveRequest, who: Who) -> dict[str, Any]:
         """The gated retrieval path: authorized set, ranking within it, re-decision, fetch."""
         decisions_cost(who, body.k + 1)
-        result = retrieve_for(store, who.requester, body.query, body.k)
+        # off the event loop: a slow retrieval (a large store, a snapshot rebuilt after a
+        # write) must not stall every other request
+        result = await asyncio.to_thread(retrieve_for, store, who.requester, body.query, body.k)
         out = result.as_dict()
         out["decisions"] = [_public_flow(f, explain) for f in result.decisions]
         if not explain:
@@ -505,7 +507,9 @@ def create_app(store: DocumentStore, settings: ServiceSettings) -> FastAPI:
         decisions_cost(who, body.k + 1)
 
         async def job() -> tuple[GatedRetrieval, Answer]:
-            result = retrieve_for(store, who.requester, body.question, body.k, action="ask")
+            result = await asyncio.to_thread(
+                retrieve_for, store, who.requester, body.question, body.k, action="ask"
+            )
             return result, await assistant.answer(body.question, result)
 
         try:
