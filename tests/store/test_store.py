@@ -4,6 +4,7 @@ identity from the store, the order of the retrieval path, and agreement with the
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -166,7 +167,10 @@ def test_retrieval_result_shape(riverside: DocumentStore) -> None:
     scores = [d.score for d in result.admitted]
     assert scores == sorted(scores, reverse=True) and all(s > 0 for s in scores)
     data = result.as_dict()
-    assert data["withheld"]["count"] == len(result.withheld)
+    assert "withheld" not in vars(result)  # counted without building one object per document
+    assert data["withheld"]["count"] == result.withheld_count == len(result.withheld)
+    listed = Counter(w.rule.key for w in result.withheld)
+    assert data["withheld"]["rules"] == dict(sorted(listed.items(), key=lambda kv: (-kv[1], kv[0])))
     assert "documents" not in data["withheld"]  # ids of withheld documents are not returned
     assert result.as_dict(withheld_ids=True)["withheld"]["documents"]
     assert data["policy_version"] == riverside.policy().version  # type: ignore[union-attr]

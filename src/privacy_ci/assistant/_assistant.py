@@ -171,10 +171,10 @@ class Assistant:
                 body = body[:limit].rstrip() + "\n[... document truncated ...]"
             budget -= min(len(body), limit)
             parts.append(f"[{doc.doc_id}] {doc.title}\n{body.rstrip()}")
-        if self.denial_mode is DenialMode.EXPLAIN and retrieval.withheld:
+        if self.denial_mode is DenialMode.EXPLAIN and retrieval.withheld_count:
             rules = ", ".join(retrieval.withheld_rules())
             parts.append(
-                f"Access note: the access policy withheld {len(retrieval.withheld)} other"
+                f"Access note: the access policy withheld {retrieval.withheld_count} other"
                 f" document(s) from this user (rules: {rules}). You have not seen them; do not"
                 " guess what they contain. If they could matter to the question, tell the user"
                 " that some records are not available to them."
@@ -196,7 +196,7 @@ class Assistant:
         base: dict[str, Any] = {
             "question": question,
             "admitted": tuple(admitted),
-            "withheld_count": len(retrieval.withheld),
+            "withheld_count": retrieval.withheld_count,
             "withheld_rules": retrieval.withheld_rules(),
             "denial_mode": self.denial_mode,
             "request_id": retrieval.request_id,

@@ -134,7 +134,7 @@ def _print_documents(console: Console, retrieval: Any) -> None:
     console.print(table)
     rules = ", ".join(f"{rule} x{n}" for rule, n in retrieval.withheld_rules().items())
     console.print(
-        f"[bold]Withheld:[/] {len(retrieval.withheld)} documents ({rules});"
+        f"[bold]Withheld:[/] {retrieval.withheld_count} documents ({rules});"
         " never ranked, never fetched. For example:",
         highlight=False,
     )

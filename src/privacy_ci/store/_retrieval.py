@@ -19,11 +19,12 @@ log. Request text is never an input of a decision: the query reaches step (b) on
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -107,6 +108,58 @@ class Withheld:
 
 
 @dataclass(frozen=True)
+class WithheldDocuments:
+    """The documents a request withholds, kept compact.
+
+    Counting them costs the same whatever their number: the scope's denials stay the
+    gate's arrays (indices and rule codes) and the documents without an approved
+    label a count, so neither the work nor the latency of a request grows with the
+    number of documents the requester may not see (a timing side channel on exactly
+    what the gate hides). `Withheld` objects are built only when listed.
+
+    Args:
+        scope_ids: the doc ids of the gate's batch.
+        scope_denied: indices into `scope_ids` of the denied documents.
+        scope_rules: their rule codes.
+        not_approved: how many documents have no approved label.
+        list_not_approved: lists them (called only when the documents are listed).
+        candidates: candidates denied on the re-check of step (c).
+    """
+
+    scope_ids: Sequence[str]
+    scope_denied: np.ndarray
+    scope_rules: np.ndarray
+    not_approved: int
+    list_not_approved: Callable[[], list[str]]
+    candidates: tuple[Withheld, ...] = ()
+
+    @property
+    def count(self) -> int:
+        return len(self.scope_denied) + self.not_approved + len(self.candidates)
+
+    def rule_counts(self) -> dict[str, int]:
+        """How many documents each rule withholds (rule key -> count), largest first."""
+        counts: Counter[str] = Counter()
+        codes = np.bincount(self.scope_rules.astype(np.int64), minlength=1)
+        for code in np.flatnonzero(codes).tolist():
+            counts[_RULES[code].key] += int(codes[code])
+        if self.not_approved:
+            counts[Rule.INVALID_LABEL.key] += self.not_approved
+        counts.update(w.rule.key for w in self.candidates)
+        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    def listed(self) -> tuple[Withheld, ...]:
+        """Every withheld document with its rule: scope denials, unapproved, candidates."""
+        out = [
+            Withheld(self.scope_ids[i], _RULES[r], "scope")
+            for i, r in zip(self.scope_denied.tolist(), self.scope_rules.tolist(), strict=True)
+        ]
+        out += [Withheld(d, Rule.INVALID_LABEL, "scope") for d in self.list_not_approved()]
+        out += self.candidates
+        return tuple(out)
+
+
+@dataclass(frozen=True)
 class GatedRetrieval:
     """What the retrieval path admitted for one requester and query.
 
@@ -120,7 +173,7 @@ class GatedRetrieval:
         authorized_count: the size of the authorized set that was ranked.
         admitted: the admitted documents, best first.
         decisions: the decision on each candidate, in rank order.
-        withheld: documents not received, with their rules.
+        withheld_documents: documents not received, compact (`withheld` lists them).
     """
 
     request_id: str
@@ -132,16 +185,25 @@ class GatedRetrieval:
     authorized_count: int
     admitted: tuple[AdmittedDocument, ...]
     decisions: tuple[FlowDecision, ...]
-    withheld: tuple[Withheld, ...]
+    withheld_documents: WithheldDocuments = field(repr=False)
 
     @property
     def admitted_ids(self) -> list[str]:
         return [d.doc_id for d in self.admitted]
 
+    @functools.cached_property
+    def withheld(self) -> tuple[Withheld, ...]:
+        """Every document not received, with its rule (built on first use)."""
+        return self.withheld_documents.listed()
+
+    @property
+    def withheld_count(self) -> int:
+        """How many documents are not received (without listing them)."""
+        return self.withheld_documents.count
+
     def withheld_rules(self) -> dict[str, int]:
         """How many documents each rule withholds (rule key -> count), largest first."""
-        counts = Counter(w.rule.key for w in self.withheld)
-        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+        return self.withheld_documents.rule_counts()
 
     def as_dict(self, *, withheld_ids: bool = False) -> dict[str, Any]:
         """JSON-ready result; withheld documents as counts per rule unless `withheld_ids`."""
@@ -156,7 +218,7 @@ class GatedRetrieval:
             "authorized_count": self.authorized_count,
             "documents": [d.as_dict() for d in self.admitted],
             "decisions": [d.as_dict() for d in self.decisions],
-            "withheld": {"count": len(self.withheld), "rules": self.withheld_rules()},
+            "withheld": {"count": self.withheld_count, "rules": self.withheld_rules()},
         }
         if withheld_ids:
             out["withheld"]["documents"] = [
@@ -384,15 +446,12 @@ def retrieve_for(
     batch = gate.decide_batch(requester, snap.compiled)
     authorized = batch.permitted_ids()
     denied = np.flatnonzero(~batch.permitted)
-    withheld = [
-        Withheld(batch.doc_ids[i], _RULES[r], "scope")
-        for i, r in zip(denied.tolist(), batch.rules[denied].tolist(), strict=True)
-    ]
-    withheld += [
-        Withheld(d, Rule.INVALID_LABEL, "scope")
-        for d, rec in snap.labels.items()
-        if rec.state is not LabelState.APPROVED
-    ]
+    labels = snap.labels
+
+    def not_approved() -> list[str]:
+        return [d for d, rec in labels.items() if rec.state is not LabelState.APPROVED]
+
+    withheld: list[Withheld] = []  # candidates denied on the re-check
 
     # (b) candidate resolution over the authorized set only (index terms, no content).
     if embedder is not None:
@@ -455,5 +514,12 @@ def retrieve_for(
         authorized_count=len(authorized),
         admitted=tuple(admitted),
         decisions=tuple(flows),
-        withheld=tuple(withheld),
+        withheld_documents=WithheldDocuments(
+            batch.doc_ids,
+            denied,
+            batch.rules[denied],
+            len(snap.labels) - len(batch),
+            not_approved,
+            tuple(withheld),
+        ),
     )
