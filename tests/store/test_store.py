@@ -242,3 +242,23 @@ def test_database_errors_are_store_errors(tmp_path: Path) -> None:
             store.version()
     finally:
         store.close()
+
+
+def test_the_version_moves_once_per_write_transaction(riverside: DocumentStore) -> None:
+    """A bulk write bumps the store version once (linear loads on PostgreSQL), readers
+    see it change after the commit, and a rolled-back write leaves it where it was."""
+    before = riverside.version()
+    with riverside.db.write():
+        for subject in ("P001", "P002", "P003"):
+            riverside.assign("N01", subject, "privacy-office")
+        riverside.revoke_label("RMC-LAB-001", "privacy-office")
+    assert riverside.version() == before + 1
+    assert len(riverside.history()) >= 4  # every change still has its history row
+    riverside.unassign("N01", "P001", "privacy-office")  # a write of its own: one more
+    assert riverside.version() == before + 2
+    with pytest.raises(RuntimeError), riverside.db.write():
+        riverside.assign("N01", "P004", "privacy-office")
+        raise RuntimeError("abandon the transaction")
+    assert riverside.version() == before + 2
+    snapshot = riverside.snapshot()
+    assert snapshot.version == before + 2 and "P004" not in snapshot.requester("N01").assignments

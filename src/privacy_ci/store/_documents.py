@@ -70,7 +70,7 @@ class DocumentsMixin(StoreBase):
                 (doc_id, model, int(vec.size), vec.tobytes()),
             )
             # a new vector changes rankings: bump the version (no history row: derived data)
-            db.execute("UPDATE store_version SET version = version + 1 WHERE id = 1")
+            db.bump_version()
 
     def embed_documents(self, embedder: Embedder, batch: int = 64) -> int:
         """Compute and store every document's vector with `embedder` (an ingest step).

@@ -61,7 +61,7 @@ def record_change(
     detail: Mapping[str, Any],
 ) -> None:
     """Bump the store version and append a history row (call inside ``db.write()``)."""
-    db.execute("UPDATE store_version SET version = version + 1 WHERE id = 1")
+    db.bump_version()
     db.execute(
         "INSERT INTO history (at, actor, action, target_kind, target, detail)"
         " VALUES (?, ?, ?, ?, ?, ?)",

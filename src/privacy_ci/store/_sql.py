@@ -256,6 +256,7 @@ class Database:
         self.name = target if self.dialect.engine == "sqlite" else redact(target)
         self._lock = threading.RLock()
         self._depth = 0
+        self._version_bumped = False
         self._errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
         if self.dialect.engine == "sqlite":
             opener = self._open_sqlite_readonly if readonly else self._open_sqlite
@@ -417,6 +418,19 @@ class Database:
         return ", ".join("?" * n)
 
     # -- transactions -----------------------------------------------------------------
+    def bump_version(self) -> None:
+        """Advance the store version, once per write transaction.
+
+        Readers only ever see committed states, so one bump per transaction is
+        enough; more would cost a bulk load dearly on PostgreSQL, where every update
+        of the one version row leaves a dead row version the next update must walk.
+        """
+        with self._lock:
+            if self._depth and self._version_bumped:
+                return
+            self.execute("UPDATE store_version SET version = version + 1 WHERE id = 1")
+            self._version_bumped = bool(self._depth)
+
     @contextmanager
     def write(self) -> Iterator[Database]:
         """A serialised write transaction: commit on success, roll back on error."""
@@ -459,11 +473,14 @@ class Database:
                 else:
                     self._conn.execute(sql)
             self._depth = 1
+            self._version_bumped = False
             try:
                 yield
             except BaseException:
                 self._depth = 0
+                self._version_bumped = False
                 self._conn.execute("ROLLBACK")
                 raise
             self._depth = 0
+            self._version_bumped = False
             self._conn.execute("COMMIT" if commit else "ROLLBACK")
