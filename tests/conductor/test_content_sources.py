@@ -209,14 +209,18 @@ def test_a_missing_document_names_the_document_and_the_path(
     folder, _ = user_corpus
     for path in (folder / "documents").glob("RMC-DS-002.*"):
         path.unlink()
-    corpus = load_corpus(folder)
     expected = folder / "documents" / "RMC-DS-002.txt"
+    # a label without its file is a problem of the folder: found when it is loaded
+    with pytest.raises(PrivacyCIError, match="'RMC-DS-002': field doc_id") as caught:
+        load_corpus(folder)
+    assert str(expected) in str(caught.value)
+    source = DocumentFolder(folder / "documents")
     with pytest.raises(PrivacyCIError, match="RMC-DS-002") as caught:
-        corpus.content("RMC-DS-002")
+        source.content("RMC-DS-002")
     assert str(expected) in str(caught.value) and "does not exist" in str(caught.value)
     shown = runner.invoke(app, ["conductor", "show", "RMC-DS-002", "--corpus", str(folder)])
     assert shown.exit_code != 0 and "RMC-DS-002" in shown.output
-    assert corpus.content("RMC-DS-001")  # the others are still there
+    assert source.content("RMC-DS-001")  # the others are still there
 
 
 def test_document_files_must_be_one_per_document(tmp_path: Path) -> None:

@@ -241,6 +241,8 @@ def validate(
         "policy_version": corpus.policy.version,
         "agents": len(corpus.agents),
         "documents": len(corpus.labels),
+        # files in documents/ that no label names: loaded, granted to nobody
+        "unlabelled": len(corpus.unlabelled),
         "distinct_acls": len({frozenset(lb.permitted_receiver_roles) for lb in corpus.labels}),
         "assignments": sum(len(s) for s in corpus.assignments.values()),
     }
@@ -248,7 +250,13 @@ def validate(
         print_json(summary)
     else:
         console.print(
-            f"[green]valid[/]: {summary['documents']} documents, {summary['agents']} agents,"
+            f"[green]valid[/]: {summary['documents']} labelled documents"
+            + (
+                f" and {summary['unlabelled']} without a label (stored, granted to nobody)"
+                if summary["unlabelled"]
+                else ""
+            )
+            + f", {summary['agents']} agents,"
             f" {summary['distinct_acls']} distinct ACLs, {summary['assignments']} assignments;"
             f" policy {escape(str(summary['policy']))} {summary['policy_version']}",
             highlight=False,

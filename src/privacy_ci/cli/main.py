@@ -11,6 +11,7 @@ from privacy_ci import __version__
 from privacy_ci.cli import (
     audit,
     conductor,
+    corpus,
     data,
     demo,
     evaluate,
@@ -33,6 +34,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(conductor.app, name="conductor")
+app.add_typer(corpus.app, name="corpus")
 app.add_typer(label.app, name="label")
 app.add_typer(data.app, name="data")
 app.add_typer(kb.app, name="kb")

@@ -1,12 +1,14 @@
 """`privacy-ci store ...`: the document store (labels and their approval, assignments).
 
-Load a corpus, list, propose, approve and revoke labels, assign agents to data
-subjects, and read the change history.
+Load a corpus folder (`store load`; `store load-riverside` for the packaged one);
+list, propose, approve and revoke labels, assign agents to data subjects, and read
+the change history.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -35,33 +37,139 @@ def store_init(db: str = DbOpt) -> None:
         store.close()
 
 
+StateOpt = typer.Option(
+    "approved", "--state", help="Leave the labels approved, or only proposed (grant nothing)."
+)
+
+
+def load_folder(db: str, folder: Path | None, state: str) -> dict[str, Any]:
+    """Validate a corpus folder and write it into the store at `db`, in one transaction.
+
+    Returns:
+        What was loaded (policy, agents, assignments, labels by state, documents,
+        documents without a label) and the seconds taken.
+
+    Raises:
+        PrivacyCIError: a bad ``--state``, or a malformed folder (every problem listed;
+            the store is not opened, so nothing is written).
+    """
+    import time
+
+    from privacy_ci.conductor import load_corpus
+    from privacy_ci.errors import PrivacyCIError
+    from privacy_ci.store import load_corpus_into
+
+    if state not in ("approved", "proposed"):
+        raise PrivacyCIError(f"--state must be approved or proposed, got {state!r}")
+    started = time.perf_counter()
+    corpus = load_corpus(folder)
+    unlabelled = corpus.unlabelled
+    validated = time.perf_counter()
+    store = open_store(db)
+    try:
+        labels = load_corpus_into(store, corpus, state=state)
+        version, engine, name = store.version(), store.engine, store.db.name
+    finally:
+        store.close()
+    done = time.perf_counter()
+    return {
+        "corpus": str(corpus.source),
+        "store": {"engine": engine, "name": name, "version": version},
+        "policy": {"name": corpus.policy.name, "version": corpus.policy.version},
+        "agents": len(corpus.agents),
+        "policy_authority": len(corpus.directory.policy_authority),
+        "assignments": sum(len(s) for s in corpus.assignments.values()),
+        "labels": {
+            "approved": labels if state == "approved" else 0,
+            "proposed": labels if state == "proposed" else 0,
+        },
+        "documents": labels + len(unlabelled),
+        "unlabelled": len(unlabelled),
+        "unlabelled_ids": list(unlabelled),
+        "seconds": {
+            "validate": round(validated - started, 3),
+            "store": round(done - validated, 3),
+            "total": round(done - started, 3),
+        },
+    }
+
+
+def render_load(report: dict[str, Any], state: str) -> None:
+    """The load report as text: a headline, then one line per kind of thing loaded."""
+    docs, unlabelled = report["documents"], report["unlabelled"]
+    labelled = docs - unlabelled
+    if unlabelled:
+        what = f"{labelled} with {state} labels, {unlabelled} without a label"
+    else:
+        what = f"{state} labels"
+    store = report["store"]
+    seconds = report["seconds"]
+    console.print(
+        f"loaded {docs} documents ({what}) in {seconds['total']:.2f} s"
+        f" (validate {seconds['validate']:.2f} s, store {seconds['store']:.2f} s)",
+        highlight=False,
+    )
+    shown = ", ".join(report["unlabelled_ids"][:5])
+    more = f", ... ({unlabelled - 5} more)" if unlabelled > 5 else ""
+    rows = [
+        ("from", report["corpus"]),
+        ("into", f"{store['engine']} {store['name']}, store version {store['version']}"),
+        ("policy", f"{report['policy']['name']} {report['policy']['version']}"),
+        ("agents", f"{report['agents']} (and {report['policy_authority']} Policy Authority)"),
+        ("assignments", str(report["assignments"])),
+        (
+            "labels",
+            f"{report['labels']['approved']} approved, {report['labels']['proposed']} proposed",
+        ),
+        (
+            "no label",
+            f"{unlabelled}: stored, granted to nobody until a label is approved ({shown}{more})"
+            if unlabelled
+            else "0",
+        ),
+    ]
+    for key, value in rows:
+        console.print(f"  {key:<12} {escape(value)}", highlight=False)
+
+
+@app.command("load")
+def store_load(
+    folder: Path = typer.Argument(..., help="A corpus folder (see privacy-ci corpus init)."),
+    db: str = DbOpt,
+    state: str = StateOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Load a corpus folder: policy, agents, assignments, labels and every document.
+
+    A document in documents/ without a label is stored and granted to nobody until a
+    label for it is approved. The folder is validated first: a malformed one is
+    reported (every problem) and nothing is written.
+    """
+    with user_errors():
+        report = load_folder(db, folder, state)
+        if as_json:
+            print_json(report)
+        else:
+            render_load(report, state)
+
+
 @app.command("load-riverside")
 def store_load_riverside(
     db: str = DbOpt,
-    state: str = typer.Option(
-        "approved", "--state", help="Leave the labels approved, or only proposed (grant nothing)."
-    ),
+    state: str = StateOpt,
     corpus_dir: Path | None = typer.Option(None, "--corpus", help="Another corpus folder."),
+    as_json: bool = JsonOpt,
 ) -> None:
-    """Load the Riverside Medical Clinic (policy, agents, assignments, labels, content)."""
-    with user_errors():
-        from privacy_ci.conductor import load_corpus
-        from privacy_ci.errors import PrivacyCIError
-        from privacy_ci.store import load_corpus_into
+    """Load the Riverside Medical Clinic (policy, agents, assignments, labels, content).
 
-        if state not in ("approved", "proposed"):
-            raise PrivacyCIError(f"--state must be approved or proposed, got {state!r}")
-        corpus = load_corpus(corpus_dir)
-        store = open_store(db)
-        try:
-            n = load_corpus_into(store, corpus, state=state)
-            console.print(
-                f"loaded {n} documents ({state} labels), {len(corpus.agents)} agents,"
-                f" policy {corpus.policy.version}; store version {store.version()}",
-                highlight=False,
-            )
-        finally:
-            store.close()
+    A shortcut for ``store load`` with the packaged Riverside folder.
+    """
+    with user_errors():
+        report = load_folder(db, corpus_dir, state)
+        if as_json:
+            print_json(report)
+        else:
+            render_load(report, state)
 
 
 @app.command("labels")

@@ -1,15 +1,17 @@
 """A Conductor corpus: policy, agents, labels and the assignment relation, read
 from one folder and cross-checked, and the documents' content (`Corpus.content`);
-plus the packaged Riverside Medical Clinic corpus.
+plus the packaged Riverside Medical Clinic corpus and the starter folder of
+``privacy-ci corpus init``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from privacy_ci.conductor._labels import Label, LabelSet, load_labels
 from privacy_ci.conductor._policy import (
@@ -22,10 +24,18 @@ from privacy_ci.conductor._policy import (
     load_directory,
     load_policy,
 )
+from privacy_ci.conductor._sources import (
+    CONTENT_FOLDER,
+    DOCUMENT_SUFFIXES,
+    DOCUMENTS_FOLDER,
+    DocumentFolder,
+)
 from privacy_ci.errors import PrivacyCIError, ValidationFailed
 
 if TYPE_CHECKING:
     from privacy_ci.conductor._sources import ContentSource
+
+T = TypeVar("T")
 
 CORPUS_FILES = ("policy.yaml", "agents.yaml", "labels.yaml", "assignments.yaml")
 
@@ -33,6 +43,11 @@ CORPUS_FILES = ("policy.yaml", "agents.yaml", "labels.yaml", "assignments.yaml")
 def riverside_dir() -> Path:
     """The folder of the packaged Riverside Medical Clinic corpus."""
     return Path(str(resources.files("privacy_ci.conductor") / "corpus" / "riverside"))
+
+
+def starter_dir() -> Path:
+    """The packaged starter corpus that ``privacy-ci corpus init`` copies."""
+    return Path(str(resources.files("privacy_ci.conductor") / "corpus" / "starter"))
 
 
 @dataclass(frozen=True)
@@ -68,9 +83,11 @@ class Corpus:
     def label(self, doc_id: str) -> Label:
         label = self.labels.get(doc_id)
         if label is None:
+            ids = self.labels.ids
+            listed = f" ({ids[0]} ... {ids[-1]})" if ids else ""
             raise PrivacyCIError(
-                f"unknown document {doc_id!r}; the corpus has {len(self.labels)} documents"
-                f" ({self.labels.ids[0]} ... {self.labels.ids[-1]})"
+                f"unknown document {doc_id!r}; the corpus has {len(ids)} labelled documents"
+                + listed
             )
         return label
 
@@ -107,6 +124,28 @@ class Corpus:
         self.label(doc_id)
         return self.content_source.content(doc_id)
 
+    @cached_property
+    def unlabelled(self) -> tuple[str, ...]:
+        """Documents in the ``documents/`` folder that no label names, sorted.
+
+        They are documents all the same: `privacy_ci.store.load_corpus_into` stores
+        their text, and with no label the gate grants them to nobody.
+        """
+        if self.source is None or not (self.source / DOCUMENTS_FOLDER).is_dir():
+            return ()
+        source = self.content_source
+        if not isinstance(source, DocumentFolder):
+            return ()
+        return tuple(d for d in source.scan().doc_ids if d not in self.labels)
+
+    def document_text(self, doc_id: str) -> str:
+        """Any document's text, labelled or not (`content` knows labelled ones only).
+
+        Raises:
+            PrivacyCIError: the corpus has no content, or the document no readable text.
+        """
+        return self.content_source.content(doc_id)
+
 
 def validate_corpus(
     policy: Policy,
@@ -121,7 +160,8 @@ def validate_corpus(
     for agent in directory.agents:
         if agent.role not in roles:
             problems.append(
-                f"{where}/agents.yaml: agent {agent.id}: role {agent.role!r} is not in the policy"
+                f"{where}/agents.yaml: agent {agent.id}: field role: {agent.role!r}"
+                " is not a role of the policy"
             )
         elif policy.authoritative_context[agent.role] != agent.context:
             problems.append(
@@ -162,12 +202,49 @@ def validate_corpus(
             )
         if label.subject is not None and label.subject not in people:
             problems.append(f"{entry}: field subject: {label.subject!r} is not a known person")
+    agent_ids = {a.id for a in directory.agents}
     for requester, subjects in assignments.items():
-        if requester not in {a.id for a in directory.agents}:
-            problems.append(f"{where}/assignments.yaml: {requester!r} is not an agent")
+        if requester not in agent_ids:
+            problems.append(
+                f"{where}/assignments.yaml: requester {requester!r}: {requester!r} is not an"
+                " agent (agents.yaml: agents)"
+            )
         for subject in sorted(subjects - people):
             problems.append(
                 f"{where}/assignments.yaml: {requester}: {subject!r} is not a known person"
+            )
+    return problems
+
+
+def validate_documents(root: Path, labels: LabelSet | None) -> list[str]:
+    """Problems of a corpus's ``documents/`` folder, each naming the file and field.
+
+    A file that cannot be a document (see `DocumentFolder.scan`), two files for one
+    id, a label whose document has no file, and a folder with both ``content/`` and
+    ``documents/``. Files that no label names are no problem: they are unlabelled
+    documents, stored and granted to nobody.
+
+    Args:
+        root: the corpus folder.
+        labels: its labels (None when the label file itself failed).
+    """
+    documents = root / DOCUMENTS_FOLDER
+    if not documents.is_dir():
+        return []
+    if (root / CONTENT_FOLDER).is_dir():
+        return [
+            f"{root}: has both {CONTENT_FOLDER}/ (generated documents) and"
+            f" {DOCUMENTS_FOLDER}/ (plain documents); keep the one its documents come from"
+        ]
+    scan = DocumentFolder(documents).scan()
+    problems = list(scan.problems)
+    others = ", ".join(DOCUMENT_SUFFIXES[1:])
+    for label in labels or ():
+        if label.doc_id not in scan.files:
+            problems.append(
+                f"{labels.source if labels else root}: document {label.doc_id!r}: field doc_id:"
+                f" its document file is missing: no {documents / label.doc_id}"
+                f"{DOCUMENT_SUFFIXES[0]} (or {others})"
             )
     return problems
 
@@ -177,7 +254,8 @@ def load_corpus(folder: Path | str | None = None) -> Corpus:
 
     Args:
         folder: a folder with policy.yaml, agents.yaml, labels.yaml and assignments.yaml
-            (YAML or .json with the same stem).
+            (YAML or .json with the same stem), and a ``content/`` or ``documents/``
+            folder for the documents' text.
 
     Returns:
         The validated `Corpus`.
@@ -188,18 +266,34 @@ def load_corpus(folder: Path | str | None = None) -> Corpus:
     root = riverside_dir() if folder is None else Path(folder)
     if not root.is_dir():
         raise PrivacyCIError(f"corpus folder {root} does not exist")
+    problems: list[str] = []
 
-    def find(name: str) -> Path:
+    def find(name: str) -> Path | None:
         for candidate in (root / name, root / (Path(name).stem + ".json")):
             if candidate.exists():
                 return candidate
-        raise ValidationFailed([f"{root}: missing {name} (or {Path(name).stem}.json)"])
+        problems.append(f"{root}: missing {name} (or {Path(name).stem}.json)")
+        return None
 
-    policy = load_policy(find("policy.yaml"))
-    directory = load_directory(find("agents.yaml"))
-    labels = load_labels(find("labels.yaml"))
-    assignments = load_assignments(find("assignments.yaml"))
-    problems = validate_corpus(policy, directory, labels, assignments, str(root))
-    if problems:
+    def read(loader: Callable[[Path], T], name: str) -> T | None:
+        # Every file is read even when an earlier one fails: one error lists all.
+        path = find(name)
+        if path is None:
+            return None
+        try:
+            return loader(path)
+        except ValidationFailed as exc:
+            problems.extend(exc.problems)
+            return None
+
+    policy = read(load_policy, "policy.yaml")
+    directory = read(load_directory, "agents.yaml")
+    labels = read(load_labels, "labels.yaml")
+    assignments = read(load_assignments, "assignments.yaml")
+    if policy is not None and directory is not None and labels is not None:
+        problems.extend(validate_corpus(policy, directory, labels, assignments or {}, str(root)))
+    problems.extend(validate_documents(root, labels))
+    # (a file that was not read always left a problem; the None checks are for mypy)
+    if problems or policy is None or directory is None or labels is None or assignments is None:
         raise ValidationFailed(problems)
     return Corpus(policy, directory, labels, assignments, root)

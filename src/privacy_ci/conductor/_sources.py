@@ -4,15 +4,24 @@ A corpus folder provides content in one of two ways:
 
 * ``content/``: tables and templates from which every document is generated from its
   label (`privacy_ci.conductor._content.GeneratedContent`; the packaged corpus);
-* ``documents/``: one plain file per document, ``<doc_id>.txt`` or ``<doc_id>.md``
-  (`DocumentFolder`; a user's own corpus of real or hand-written documents).
+* ``documents/``: one file per document, ``<doc_id>.txt``, ``.md``, ``.pdf`` or ``.docx``
+  (`DocumentFolder`; a user's own corpus of real or hand-written documents). PDF and
+  DOCX text is read with pypdf and python-docx, the optional ``documents`` extra.
 
 A corpus with neither has no content: asking for it is a `PrivacyCIError` that says so.
+A file in ``documents/`` that no label names is still a document: it is stored and,
+having no approved label, granted to nobody.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from privacy_ci.errors import PrivacyCIError
@@ -22,16 +31,107 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTENT_FOLDER",
+    "DOCUMENTS_EXTRA",
     "DOCUMENTS_FOLDER",
     "DOCUMENT_SUFFIXES",
     "ContentSource",
     "DocumentFolder",
+    "DocumentScan",
     "content_source_for",
+    "valid_doc_id",
 ]
 
 CONTENT_FOLDER = "content"
 DOCUMENTS_FOLDER = "documents"
-DOCUMENT_SUFFIXES = (".txt", ".md")
+DOCUMENT_SUFFIXES = (".txt", ".md", ".pdf", ".docx")
+DOCUMENTS_EXTRA = "documents"
+"""The optional extra that installs the PDF and DOCX readers."""
+
+# A document id names a file, a CLI argument and a URL path segment: keep it to
+# characters that are safe in all three (and never hidden, never a path).
+_DOC_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+DOC_ID_RULE = "1-128 letters, digits, '.', '_' or '-', starting with a letter or digit"
+
+# The library each binary format needs (imported only when such a file is read).
+_READER_MODULES = {".pdf": ("pypdf", "PDF"), ".docx": ("docx", "DOCX")}
+_COUNT_WORDS = {2: "two", 3: "three", 4: "four"}
+
+
+def valid_doc_id(doc_id: str) -> bool:
+    """Whether `doc_id` can be a document file's name (see `DOC_ID_RULE`)."""
+    return _DOC_ID.fullmatch(doc_id) is not None
+
+
+def _reader_module(suffix: str, path: Path) -> ModuleType:
+    """The library that reads `suffix` files, or one error naming the extra to install."""
+    module, kind = _READER_MODULES[suffix]
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise PrivacyCIError(_missing_reader(kind, module, path)) from None
+
+
+def _missing_reader(kind: str, module: str, path: Path) -> str:
+    package = "python-docx" if module == "docx" else module
+    return (
+        f"{path}: reading {kind} documents needs {package}, which is not installed:"
+        f" pip install 'privacy-ci[{DOCUMENTS_EXTRA}]'"
+    )
+
+
+def _read_utf8(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PrivacyCIError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise PrivacyCIError(f"{path}: cannot be read ({exc.strerror})") from None
+
+
+def _read_pdf(path: Path) -> str:
+    pypdf = _reader_module(".pdf", path)
+    try:
+        reader = pypdf.PdfReader(path)
+        if reader.is_encrypted:
+            raise PrivacyCIError(f"{path}: the PDF is encrypted; store a decrypted copy")
+        text = "\n\n".join((page.extract_text() or "").strip() for page in reader.pages)
+    except PrivacyCIError:
+        raise
+    except Exception as exc:  # a damaged file may fail anywhere in the parser
+        raise PrivacyCIError(f"{path}: not a readable PDF ({type(exc).__name__}: {exc})") from None
+    return _non_empty(text.strip(), path, "a scanned PDF needs OCR first")
+
+
+def _read_docx(path: Path) -> str:
+    docx = _reader_module(".docx", path)
+    try:
+        document = docx.Document(str(path))
+        blocks: list[str] = []
+        # body order: paragraphs and tables as they appear (tables one row a line)
+        for block in document.iter_inner_content():
+            if hasattr(block, "rows"):
+                blocks.extend(" | ".join(c.text.strip() for c in row.cells) for row in block.rows)
+            else:
+                blocks.append(block.text)
+        text = "\n".join(blocks)
+    except Exception as exc:  # a damaged file may fail anywhere in the parser
+        raise PrivacyCIError(f"{path}: not a readable DOCX ({type(exc).__name__}: {exc})") from None
+    return _non_empty(text.strip(), path, "is all its text in images?")
+
+
+def _non_empty(text: str, path: Path, hint: str) -> str:
+    # An empty text would be stored and never found: say so instead.
+    if not text:
+        raise PrivacyCIError(f"{path}: no text could be extracted ({hint})")
+    return text
+
+
+_READERS: dict[str, Callable[[Path], str]] = {
+    ".txt": _read_utf8,
+    ".md": _read_utf8,
+    ".pdf": _read_pdf,
+    ".docx": _read_docx,
+}
 
 
 @runtime_checkable
@@ -51,10 +151,28 @@ class ContentSource(Protocol):
         ...
 
 
-class DocumentFolder:
-    """Plain documents in a folder: ``<doc_id>.txt`` or ``<doc_id>.md``, read as UTF-8.
+@dataclass(frozen=True)
+class DocumentScan:
+    """What a documents folder holds.
 
-    The text is returned exactly as stored (no newline or whitespace changes).
+    Args:
+        files: document id -> its file(s); more than one is a problem.
+        problems: one message per file that cannot be a document, each naming the file.
+    """
+
+    files: dict[str, tuple[Path, ...]]
+    problems: tuple[str, ...]
+
+    @property
+    def doc_ids(self) -> list[str]:
+        return sorted(self.files)
+
+
+class DocumentFolder:
+    """Documents in a folder: ``<doc_id>.txt`` or ``.md`` (read as UTF-8), ``.pdf`` or
+    ``.docx`` (their text, read with the ``documents`` extra).
+
+    Text files are returned exactly as stored (no newline or whitespace changes).
 
     Args:
         folder: the folder of documents.
@@ -80,21 +198,64 @@ class DocumentFolder:
             tried = " or ".join(str(self.folder / (doc_id + s)) for s in DOCUMENT_SUFFIXES)
             raise PrivacyCIError(f"document {doc_id!r} has no content: {tried} does not exist")
         if len(found) > 1:
-            raise PrivacyCIError(
-                f"document {doc_id!r} has two files, {found[0]} and {found[1]}; keep one"
-            )
+            raise PrivacyCIError(f"document {doc_id!r} {_several(found)}; keep one")
         return found[0]
 
     def content(self, doc_id: str) -> str:
         path = self.path(doc_id)
-        try:
-            return path.read_bytes().decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise PrivacyCIError(
-                f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})"
-            ) from None
-        except OSError as exc:
-            raise PrivacyCIError(f"{path}: cannot be read ({exc.strerror})") from None
+        return _READERS[path.suffix](path)
+
+    def scan(self) -> DocumentScan:
+        """Every document the folder holds, and every file that cannot be one.
+
+        A problem names the file and what is wrong with its name: a suffix other than
+        the four (in lower case), a stem that is not a valid document id, two files
+        for one id, a sub-folder, or a PDF/DOCX whose reader is not installed.
+        Hidden files (``.DS_Store``, ``.gitkeep``) are no documents and are skipped.
+        """
+        files: dict[str, list[Path]] = {}
+        problems: list[str] = []
+        missing_readers: dict[str, Path] = {}
+        expected = ", ".join(DOCUMENT_SUFFIXES)
+        for path in sorted(self.folder.iterdir()):
+            if path.name.startswith("."):
+                continue
+            if path.is_dir():
+                problems.append(
+                    f"{path}: a folder; documents are read from {self.folder} only,"
+                    " move its files up"
+                )
+                continue
+            suffix = path.suffix
+            if suffix not in DOCUMENT_SUFFIXES:
+                what = f"suffix {suffix!r}" if suffix else "no suffix"
+                problems.append(f"{path}: file name: {what}, expected one of {expected}")
+                continue
+            doc_id = path.name[: -len(suffix)]
+            if not valid_doc_id(doc_id):
+                problems.append(
+                    f"{path}: file name: {doc_id!r} is not a valid document id ({DOC_ID_RULE})"
+                )
+                continue
+            files.setdefault(doc_id, []).append(path)
+            if (
+                suffix in _READER_MODULES
+                and importlib.util.find_spec(_READER_MODULES[suffix][0]) is None
+            ):
+                missing_readers.setdefault(suffix, path)
+        for doc_id, paths in files.items():
+            if len(paths) > 1:
+                problems.append(f"{self.folder}: document {doc_id!r} {_several(paths)}; keep one")
+        for suffix, path in missing_readers.items():
+            module, kind = _READER_MODULES[suffix]
+            problems.append(_missing_reader(kind, module, path))  # once per format
+        return DocumentScan({d: tuple(p) for d, p in files.items()}, tuple(problems))
+
+
+def _several(paths: list[Path]) -> str:
+    count = _COUNT_WORDS.get(len(paths), str(len(paths)))
+    listed = ", ".join(str(p) for p in paths[:-1]) + f" and {paths[-1]}"
+    return f"has {count} files, {listed}"
 
 
 def content_source_for(corpus: Corpus) -> ContentSource:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from privacy_ci.conductor import POLICY_AUTHORITY_ROLE, Corpus
+from privacy_ci.errors import PrivacyCIError, ValidationFailed
 from privacy_ci.store._store import DocumentStore, LabelState
 
 
@@ -20,7 +21,9 @@ def load_corpus_into(
     Authority (role ``Policy Authority``), the assignment relation,
     every label (proposed by ``corpus-file``, then approved by `by` unless `state`
     is ``proposed``) and, with `content`, each document's text from the corpus's
-    content source (`Corpus.content`), tokenized for the ranking index.
+    content source (`Corpus.content`), tokenized for the ranking index. Documents
+    without a label (`Corpus.unlabelled`) are stored too: with no label the gate
+    grants them to nobody until one is proposed and approved.
 
     Args:
         store: the target store (existing rows with the same keys are replaced).
@@ -33,14 +36,13 @@ def load_corpus_into(
         The number of labels loaded.
 
     Raises:
-        PrivacyCIError: with `content`, a corpus without content or a document whose
-            text is missing; nothing is written then.
+        PrivacyCIError: with `content`, a corpus without content, or documents whose
+            text is missing or unreadable (`ValidationFailed`, naming each); nothing
+            is written then.
     """
     target = LabelState(state)
     # Read every text before the transaction: a missing one fails with nothing written.
-    texts = (
-        {label.doc_id: corpus.content(label.doc_id) for label in corpus.labels} if content else {}
-    )
+    texts = _read_texts(corpus) if content else {}
     authority = by or corpus.policy.authority
     source = f"corpus-file:{corpus.source.name if corpus.source else 'memory'}"
     with store.db.write():
@@ -68,4 +70,24 @@ def load_corpus_into(
                 store.revoke_label(label.doc_id, authority)
             if content:
                 store.put_document(label.doc_id, texts[label.doc_id], source)
+        if content:
+            for doc_id in corpus.unlabelled:
+                store.put_document(doc_id, texts[doc_id], source)
     return len(corpus.labels)
+
+
+def _read_texts(corpus: Corpus) -> dict[str, str]:
+    """Every document's text, labelled or not; every unreadable one named in one error."""
+    corpus.content_source  # noqa: B018  (a corpus without content: one error, not one per label)
+    texts: dict[str, str] = {}
+    problems: list[str] = []
+    for doc_id in [*corpus.labels.ids, *corpus.unlabelled]:
+        try:
+            texts[doc_id] = corpus.document_text(doc_id)
+        except ValidationFailed as exc:
+            problems.extend(exc.problems)
+        except PrivacyCIError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise ValidationFailed(problems)
+    return texts
