@@ -88,7 +88,12 @@ def _where(path: KeyPath, entry: Entry | None) -> str:
 # ---------------------------------------------------------------------------------
 # YAML
 # ---------------------------------------------------------------------------------
-class UniqueKeyLoader(yaml.SafeLoader):
+# LibYAML's parser when PyYAML was built with it (several times faster on large label
+# files); the safe constructor either way
+_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class UniqueKeyLoader(_SafeLoader):  # type: ignore[valid-type,misc]
     """`yaml.SafeLoader` that raises `DuplicateKeyError` when a mapping repeats a key.
 
     Keys are compared by value after YAML resolution (``1`` and ``"1"`` differ,
