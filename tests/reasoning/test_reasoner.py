@@ -126,6 +126,28 @@ def test_a_ground_makes_it_not_applicable(reasoner: CIReasoner) -> None:
     assert [g[0] for g in result.applicability.grounds] == [ground.id]
 
 
+# a sentence that states what the rule allows is not a fact about the flow
+@pytest.mark.parametrize(
+    ("text", "stated"),
+    [
+        ("The clinic was not required to obtain an authorization before it replied.", False),
+        ("The disclosure was made without requiring her authorization.", False),
+        ("Her authorization was not necessary for the report.", False),
+        ("A covered entity can disclose the chart without her authorization.", False),
+        ("The rule allows the disclosure without the patient's authorization.", False),
+        ("The clinic disclosed the chart without her authorization.", True),
+        ("No authorization was signed by the patient.", True),
+        ("The clinic could not find any authorization she had signed.", True),
+    ],
+)
+def test_a_waived_condition_is_not_a_contradiction(cues: CueSet, text: str, stated: bool) -> None:
+    found = [m for m in Narrative(text, cues).matches if m.key == ("auth",)]
+    if stated:
+        assert found and found[0].negated, text
+    else:
+        assert not found, (text, found)
+
+
 def _auth(reasoner: CIReasoner, text: str) -> Status:
     result = reasoner.judge(text, Flow.of(information_type=RECORDS))
     checks = {c.condition.id: c for n in result.candidates for c in n.conditions}

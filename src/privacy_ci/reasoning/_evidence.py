@@ -250,6 +250,58 @@ def _parse_negated(span: Span) -> bool:
     return False
 
 
+_NEEDED = frozenset({"require", "required", "need", "needed", "necessary", "requirement"})
+_MODALS = frozenset({"can", "could", "may", "might"})
+_ALLOWING = frozenset({"allow", "permit"})
+
+
+def _is_negated(token: Token) -> bool:
+    return any(c.dep_ == "neg" or c.lemma_.lower() in ("no", "never") for c in token.children)
+
+
+def _waived(span: Span) -> bool:
+    """The sentence says the condition is not needed, rather than that it is unmet.
+
+    "is not required to obtain written authorization", "without requiring Tom's
+    authorization", "Jane's consent was not necessary", "can disclose ... without her
+    authorization", "the rule allows disclosure without the patient's authorization":
+    each states what the rule permits, not a fact of the flow, so the cue decides
+    nothing (its condition stays unstated).
+    """
+    token = span.root
+    through_without = False
+    for _ in range(5):
+        lemma = token.lemma_.lower()
+        if lemma == "without":
+            through_without = True
+        elif (lemma in _NEEDED and (_is_negated(token) or token.head.lemma_ == "without")) or (
+            lemma in _ALLOWING and through_without
+        ):
+            return True  # "not required", "without requiring"; "allows ... without"
+        elif token.pos_ in ("VERB", "AUX"):
+            head = token.head
+            if token.dep_ == "xcomp" and head.lemma_.lower() in _NEEDED:
+                # "is not required to obtain X", "without requiring him to sign X"
+                return _is_negated(head) or head.head.lemma_.lower() == "without"
+            if lemma == "be" and _is_negated(token):
+                # "consent was not necessary"
+                return any(
+                    c.dep_ == "acomp" and c.lemma_.lower() in _NEEDED for c in token.children
+                )
+            # "may disclose ... without": the modal may hang on an auxiliary the parser
+            # chained in ("can disclose protected information" read as aux + verb)
+            modal = any(
+                c.lemma_.lower() in _MODALS
+                or (c.dep_ == "aux" and any(g.lemma_.lower() in _MODALS for g in c.children))
+                for c in token.children
+            )
+            return through_without and modal and not _is_negated(token)
+        if token.head is token:
+            break
+        token = token.head
+    return False
+
+
 class Narrative:
     """A parsed narrative and the cue matches found in it.
 
@@ -278,6 +330,8 @@ class Narrative:
             negated = span is not None and (
                 negex.get((match.start, match.end), False) or _parse_negated(span)
             )
+            if negated and span is not None and _waived(span):
+                continue  # a rule stated ("not required", "may ... without"), not a fact
             self.matches.append(
                 CueMatch(
                     match.key,
