@@ -156,18 +156,7 @@ def _render_reasoning(reasoning: dict[str, Any]) -> None:
         )
         for how in deciding["matched"]:
             console.print(f"  matched {escape(how)}", highlight=False)
-        for cond in deciding["conditions"]:
-            style = _STATUS_STYLE[cond["status"]]
-            console.print(
-                f"  [{style}]{cond['status']:12}[/] {escape(cond['question'])}"
-                f" ({escape(cond['paragraph'])})",
-                highlight=False,
-            )
-            for ev in cond["evidence"]:
-                console.print(
-                    f'      {ev["states"]}: "{escape(ev["quote"])}" at {ev["start"]}-{ev["end"]}',
-                    highlight=False,
-                )
+        _render_conditions(deciding["conditions"], "  ")
     others = [c for c in reasoning["candidates"] if not deciding or c["id"] != deciding["id"]]
     if others:
         listed = ", ".join(f"{c['id']} ({c['effect']})" for c in others[:6])
@@ -175,6 +164,22 @@ def _render_reasoning(reasoning: dict[str, Any]) -> None:
 
 
 _STATUS_STYLE = {"met": "green", "contradicted": "red", "unstated": "yellow"}
+
+
+def _render_conditions(conditions: list[dict[str, Any]], indent: str) -> None:
+    """Each condition with its status, question and paragraph; its evidence below."""
+    for cond in conditions:
+        style = _STATUS_STYLE[cond["status"]]
+        console.print(
+            f"{indent}[{style}]{cond['status']:12}[/] {escape(cond['question'])}"
+            f" ({escape(cond['paragraph'])})",
+            highlight=False,
+        )
+        for ev in cond["evidence"]:
+            where = f" at {ev['start']}-{ev['end']}" if "start" in ev else ""
+            console.print(
+                f'{indent}    {ev["states"]}: "{escape(ev["quote"])}"{where}', highlight=False
+            )
 
 
 def _render_cross_check(checked: CrossCheck) -> None:
@@ -198,15 +203,7 @@ def _render_cross_check(checked: CrossCheck) -> None:
         f"  [bold red]flagged[/] {escape(flag['kind'])}: {escape(flag['reason'])}",
         highlight=False,
     )
-    for cond in flag["conditions"]:
-        style = _STATUS_STYLE[cond["status"]]
-        console.print(
-            f"    [{style}]{cond['status']:12}[/] {escape(cond['question'])}"
-            f" ({escape(cond['paragraph'])})",
-            highlight=False,
-        )
-        for ev in cond["evidence"]:
-            console.print(f'        {ev["states"]}: "{escape(ev["quote"])}"', highlight=False)
+    _render_conditions(flag["conditions"], "    ")
 
 
 def judge(
