@@ -5,6 +5,12 @@
         --model qwen2.5-7b --out runs/label-qwen
     privacy-ci label report runs/label-smollm2 runs/label-qwen        # Tables VII-IX
     privacy-ci label prompt RMC-LAB-001                               # what the model sees
+
+    privacy-ci label run --corpus mycorpus --out runs/drafts          # your own folder
+    privacy-ci label export runs/drafts --out drafts.yaml             # for store propose
+
+A run records its corpus folder: `report` and `export` read it from there unless
+``--corpus`` says otherwise.
 """
 
 from __future__ import annotations
@@ -29,7 +35,8 @@ from privacy_ci.cli.llm import (
 )
 
 if TYPE_CHECKING:
-    from privacy_ci.labeling import LabelingReport
+    from privacy_ci.conductor import Corpus
+    from privacy_ci.labeling import LabelDrafts, LabelingReport, LabelingRun
 
 app = typer.Typer(
     help="Conductor labeling experiment: an LLM labels the documents; the gate shows the cost.",
@@ -42,6 +49,36 @@ CorpusOpt = typer.Option(
     help="Corpus folder (policy, agents, labels, assignments). Default: Riverside.",
 )
 JsonOpt = typer.Option(False, "--json", help="Print JSON instead of tables.")
+RunCorpusOpt = typer.Option(
+    None,
+    "--corpus",
+    help="Corpus folder. Default: the one the run labeled (recorded in its manifest).",
+)
+PAPER_DRAWS = 5
+"""The paper's five draws, the default for the packaged corpus (the experiment)."""
+CORPUS_DRAWS = 1
+"""The default for a user's folder: one draft per document, for the authority to review."""
+
+
+def corpus_of_run(run: LabelingRun, corpus_dir: Path | None) -> Corpus:
+    """The corpus to read a run against: `corpus_dir`, else the folder the run recorded.
+
+    Raises:
+        PrivacyCIError: the recorded folder is gone (and is not the packaged corpus).
+    """
+    from privacy_ci.conductor import load_corpus
+    from privacy_ci.errors import PrivacyCIError
+
+    if corpus_dir is not None:
+        return load_corpus(corpus_dir)
+    folder = run.corpus_folder
+    if folder is None or folder.is_dir():
+        return load_corpus(folder)
+    if folder.parts[-3:] == ("conductor", "corpus", "riverside"):
+        return load_corpus()  # the packaged corpus, recorded by another installation
+    raise PrivacyCIError(
+        f"{run.folder}: the corpus folder it labeled, {folder}, does not exist; pass --corpus DIR"
+    )
 
 
 def render_reports(reports: list[LabelingReport]) -> None:
@@ -70,7 +107,12 @@ def render_reports(reports: list[LabelingReport]) -> None:
 @app.command("run")
 def run_command(
     out: Path = typer.Option(..., "--out", "-o", help="Run folder (resumed when it exists)."),
-    draws: int = typer.Option(5, "--draws", help="Complete relabelings of the corpus."),
+    draws: int | None = typer.Option(
+        None,
+        "--draws",
+        help=f"Complete relabelings of the corpus (default: {PAPER_DRAWS}, the paper's, for"
+        f" the packaged corpus; {CORPUS_DRAWS} with --corpus).",
+    ),
     provider: str | None = ProviderOpt,
     model: str | None = ModelOpt,
     base_url: str | None = BaseUrlOpt,
@@ -93,13 +135,19 @@ def run_command(
     config_file: Path | None = ConfigOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Label every document DRAWS times with a model, then report what the gate does."""
+    """Label every document DRAWS times with a model, then report what the gate does.
+
+    With --corpus DIR, documents of DIR without a label are labeled too: their labels
+    are drafts (`label export` then `store propose`), reported as having no authored
+    label to compare with."""
     with user_errors():
         from privacy_ci.conductor import load_corpus
         from privacy_ci.errors import PrivacyCIError
         from privacy_ci.labeling import Labeler, analyze_run, prompt_from_file, run_labeling
         from privacy_ci.llm import load_llm_config, make_client
 
+        if draws is None:
+            draws = PAPER_DRAWS if corpus_dir is None else CORPUS_DRAWS
         if draws < 1 or concurrency < 1:
             raise PrivacyCIError("--draws and --concurrency must be at least 1")
         corpus = load_corpus(corpus_dir)
@@ -118,7 +166,7 @@ def run_command(
             settings=settings,
         )
         ids = None if docs is None else [d.strip() for d in docs.split(",") if d.strip()]
-        total = draws * (len(ids) if ids is not None else len(corpus.labels))
+        total = draws * len(ids if ids is not None else labeler.documents)
         seen = {"n": 0, "failed": 0}
 
         def progress(record: Any) -> None:
@@ -181,10 +229,13 @@ def report_command(
         False, "--partial", help="Analyse unfinished runs (missing labels count as failed)."
     ),
     markdown: Path | None = typer.Option(None, "--markdown", help="Also write a Markdown file."),
-    corpus_dir: Path | None = CorpusOpt,
+    corpus_dir: Path | None = RunCorpusOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Tables VII-IX, attribution and controls for labeling runs (and label files)."""
+    """Tables VII-IX, attribution and controls for labeling runs (and label files).
+
+    Documents without an authored label are listed as drafted (or failed), never
+    compared. Label files are read against --corpus, else the first run's corpus."""
     with user_errors():
         from privacy_ci.conductor import load_corpus, load_labels
         from privacy_ci.errors import PrivacyCIError
@@ -193,13 +244,20 @@ def report_command(
 
         if not runs and not labels:
             raise PrivacyCIError("give at least one run folder or --labels file")
-        corpus = load_corpus(corpus_dir)
-        loaded = [load_labeling_run(folder) for folder in runs or []]
-        loaded += [
+        folders = [load_labeling_run(folder) for folder in runs or []]
+        files = [
             run_from_labels([load_labels(path)], name=path.name, backend=f"label file {path}")
             for path in labels or []
         ]
-        reports = [analyze_run(run, corpus, allow_partial=partial) for run in loaded]
+        if corpus_dir is not None or not folders:
+            corpora = [load_corpus(corpus_dir)] * (len(folders) + len(files))
+        else:  # each run against its own folder; label files against the first run's
+            corpora = [corpus_of_run(run, None) for run in folders]
+            corpora += [corpora[0]] * len(files)
+        reports = [
+            analyze_run(run, corpus, allow_partial=partial)
+            for run, corpus in zip([*folders, *files], corpora, strict=True)
+        ]
         if markdown is not None:
             markdown.parent.mkdir(parents=True, exist_ok=True)
             markdown.write_text(markdown_report(reports), encoding="utf-8")
@@ -219,46 +277,103 @@ def export_command(
     majority: bool = typer.Option(
         False, "--majority", help="Export the field-wise majority of all draws instead."
     ),
-    corpus_dir: Path | None = CorpusOpt,
+    corpus_dir: Path | None = RunCorpusOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Write a run's labels as a label file, for `conductor flows --labels` or for an
-    authority to review (`store propose`): the model drafts, the authority approves."""
+    authority to review (`store propose`): the model drafts, the authority approves.
+
+    Documents without an authored label get drafts whose subject, subject type,
+    document type and originating context are placeholders to set before approving.
+    A failed draw or a draft that is not a valid label for the corpus is left out and
+    listed with the reason."""
     with user_errors():
         import json
 
         import yaml
 
-        from privacy_ci.conductor import load_corpus
         from privacy_ci.conductor._labels import dump_labels
-        from privacy_ci.labeling import load_labeling_run, model_labels
+        from privacy_ci.labeling import draft_labels, load_labeling_run
+        from privacy_ci.labeling._labeler import content_sha256, document_texts
 
-        corpus = load_corpus(corpus_dir)
         run = load_labeling_run(run_dir)
-        labels, failed = model_labels(run, corpus, None if majority else draw)
-        entries = dump_labels(labels)
-        header = (
-            f"# Labels written by {run.backend} (run {run_dir},"
-            f" {'majority of all draws' if majority else f'draw {draw}'}).\n"
-            "# Drafts: not policy until the Policy Authority reviews and approves them.\n"
+        corpus = corpus_of_run(run, corpus_dir)
+        drafts = draft_labels(run, corpus, None if majority else draw)
+        entries = dump_labels(drafts.labels)
+        warnings = []
+        if run.corpus_sha256 is not None and run.corpus_sha256 != content_sha256(
+            document_texts(corpus)
+        ):
+            warnings.append(
+                "the corpus's documents changed since the run: its labels may not fit"
+                " them; label them again (`label run` with a new --out)"
+            )
+        labeled = {r.doc_id for r in run.records}
+        drafting = bool(drafts.invalid or drafts.without_authored) or any(
+            d in labeled for d in corpus.unlabelled
         )
         out.parent.mkdir(parents=True, exist_ok=True)
         if out.suffix.lower() == ".json":
             out.write_text(json.dumps(entries, indent=2) + "\n", encoding="utf-8")
         else:
             body = yaml.safe_dump(entries, sort_keys=False, allow_unicode=True)
-            out.write_text(header + body, encoding="utf-8")
-        summary = {"file": str(out), "labels": len(entries), "failed": failed}
+            out.write_text(_export_header(run, run_dir, draw, majority, drafts) + body, "utf-8")
+        summary: dict[str, Any] = {
+            "file": str(out),
+            "labels": len(entries),
+            "failed": [d for d, _ in drafts.failed],
+        }
+        if drafting:  # only then: the packaged corpus's export reads as it always has
+            summary["failures"] = [{"doc_id": d, "reason": r} for d, r in drafts.failed]
+            summary["invalid"] = [{"doc_id": d, "reason": r} for d, r in drafts.invalid]
+            summary["without_authored_label"] = drafts.without_authored
+        if warnings:
+            summary["warnings"] = warnings
         if as_json:
             print_json(summary)
             return
         console.print(f"wrote {len(entries)} labels to {out}", markup=False, highlight=False)
-        if failed:
+        if drafts.without_authored:
             console.print(
-                f"[yellow]{len(failed)} document(s) had no label and are left out:[/]"
-                f" {escape(', '.join(failed))}",
+                f"[yellow]{len(drafts.without_authored)} draft(s) for documents without an"
+                " authored label: set subject, subject_type, document_type and"
+                " originating_context (placeholders) before approving:[/]"
+                f" {escape(', '.join(drafts.without_authored))}",
                 highlight=False,
             )
+        for what, left_out in (
+            ("document(s) had no label", drafts.failed),
+            ("draft(s) are not valid labels", drafts.invalid),
+        ):
+            if left_out:
+                console.print(
+                    f"[yellow]{len(left_out)} {what} and are left out:[/]", highlight=False
+                )
+                for doc_id, reason in left_out:
+                    console.print(f"  {escape(doc_id)}: {escape(reason)}", highlight=False)
+        for warning in warnings:
+            console.print(f"[yellow]{escape(warning)}[/]", highlight=False)
+
+
+def _export_header(
+    run: LabelingRun, run_dir: Path, draw: int, majority: bool, drafts: LabelDrafts
+) -> str:
+    """The YAML file's comments: who wrote the labels, and what a reviewer must not miss."""
+    lines = [
+        f"Labels written by {run.backend} (run {run_dir},"
+        f" {'majority of all draws' if majority else f'draw {draw}'}).",
+        "Drafts: not policy until the Policy Authority reviews and approves them.",
+    ]
+    if drafts.without_authored:
+        lines.append(
+            "No authored label, so subject (null: organization-level, no assignment"
+            " required), subject_type, document_type and originating_context are"
+            " placeholders; set them before approving: " + ", ".join(drafts.without_authored)
+        )
+    for doc_id, reason in [*drafts.failed, *drafts.invalid]:
+        lines.append(f"Left out {doc_id}: {reason}")
+    # a reason may quote model output: one comment line each, whatever it holds
+    return "".join("# " + " ".join(line.split()) + "\n" for line in lines)
 
 
 @app.command("prompt")

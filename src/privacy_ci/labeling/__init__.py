@@ -11,17 +11,23 @@ same deterministic gate shows what that does to the enforced policy.
     report = analyze_run(run, corpus)       # Tables VII-IX, attribution, controls
     report.conformance.privacy_violations   # flows the model's labels release
 
+A user's corpus folder works the same way, documents without a label included:
+their labels are drafts (`draft_labels`), reported as "drafted, no authored label".
+
 Prompts (Appendix C) are files under ``labeling/prompts/``.
 """
 
 from privacy_ci.labeling._analysis import (
     Adjudicator,
     Conformance,
+    LabelDrafts,
     LabelingReport,
     Stability,
     analyze_run,
     attribute,
     conformance,
+    draft_labels,
+    label_problems,
     majority_label,
     model_labels,
 )
@@ -31,6 +37,7 @@ from privacy_ci.labeling._labeler import (
     LabelingRun,
     LabelingRunMismatch,
     LabelRecord,
+    corpus_documents,
     load_labeling_run,
     run_from_labels,
     run_labeling,
@@ -41,6 +48,7 @@ from privacy_ci.labeling._schema import (
     MODEL_FIELDS,
     LabelOutputError,
     ProposedLabel,
+    draft_label,
     label_schema,
     parse_proposed,
     substitute,
@@ -51,6 +59,7 @@ __all__ = [
     "PARSE_RETRIES",
     "Adjudicator",
     "Conformance",
+    "LabelDrafts",
     "LabelOutputError",
     "LabelRecord",
     "Labeler",
@@ -63,6 +72,10 @@ __all__ = [
     "analyze_run",
     "attribute",
     "conformance",
+    "corpus_documents",
+    "draft_label",
+    "draft_labels",
+    "label_problems",
     "label_schema",
     "load_labeler_prompt",
     "load_labeling_run",

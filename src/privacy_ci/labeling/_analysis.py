@@ -8,6 +8,10 @@ inert field, five-draw majority vote).
 
 A document whose labeling failed has no label, and the gate denies every request
 for it (an explicit failure is never replaced by the authored label).
+
+A document of a user's corpus with no authored label (`Corpus.unlabelled`) has
+nothing to be compared with: its model labels are listed as drafted (or failed),
+never counted as agreement or disagreement.
 """
 
 from __future__ import annotations
@@ -17,10 +21,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from privacy_ci.conductor import Corpus, Gate, Label, Requester
+from privacy_ci.conductor import Corpus, Gate, Label, LabelSet, Requester, validate_corpus
 from privacy_ci.errors import PrivacyCIError
 from privacy_ci.labeling._labeler import LabelingRun
-from privacy_ci.labeling._schema import MODEL_FIELDS, ProposedLabel, substitute
+from privacy_ci.labeling._schema import (
+    MODEL_FIELDS,
+    LabelOutputError,
+    ProposedLabel,
+    draft_label,
+    substitute,
+)
 from privacy_ci.llm._scripted import is_test_double
 
 FlowKey = tuple[str, str]
@@ -28,6 +38,8 @@ FlowKey = tuple[str, str]
 the agent's role and assignments and the document's label, never a `privacy_ci.ci.Flow`."""
 
 FAILED = "label failed"
+DRAFTED = "drafted, no authored label"
+DRAFT_FAILED = "label failed, no authored label"
 
 
 class Adjudicator:
@@ -45,10 +57,14 @@ class Adjudicator:
         self.authored_decisions = self.decide_all(self.authored)
 
     def label_of(self, doc_id: str, proposed: ProposedLabel | None) -> Label | None:
-        """The authored label with `proposed`'s fields, or None for a failed labeling."""
+        """The authored label with `proposed`'s fields, or None for a failed labeling
+        or one that is no valid label (a tier the policy lacks: the gate denies it)."""
         if proposed is None:
             return None
-        return substitute(self.authored[doc_id], proposed, self.corpus.policy)
+        try:
+            return substitute(self.authored[doc_id], proposed, self.corpus.policy)
+        except LabelOutputError:
+            return None
 
     def decide_doc(self, label: Label | None, doc_id: str) -> dict[FlowKey, bool]:
         """Every agent's decision for one document (all Deny when it has no label)."""
@@ -171,9 +187,12 @@ class LabelingReport:
     ensemble: Conformance | None
     failures: list[dict[str, Any]] = field(default_factory=list)
     test_double: bool = False
+    unlabelled: list[dict[str, Any]] = field(default_factory=list)
+    """Documents the run labeled that have no authored label: per document its status
+    (`DRAFTED` or `DRAFT_FAILED`) and each draw's label (None: failed or missing)."""
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "name": self.name,
             "backend": self.backend,
             "test_double": self.test_double,
@@ -191,6 +210,9 @@ class LabelingReport:
             },
             "failures": self.failures,
         }
+        if self.unlabelled:  # absent otherwise: the packaged corpus's report is unchanged
+            out["no_authored_label"] = self.unlabelled
+        return out
 
 
 def conformance(
@@ -246,8 +268,8 @@ def attribute(
         for name in MODEL_FIELDS:
             restored = replace(p, **{name: getattr(authored, name)})
             label = adj.label_of(doc_id, restored)
-            assert label is not None
-            if adj.gate.decide(requesters[agent_id], label).permitted == want:
+            permitted = label is not None and adj.gate.decide(requesters[agent_id], label).permitted
+            if permitted == want:
                 out[name] += 1
                 credited = True
         if not credited:
@@ -326,14 +348,19 @@ def analyze_run(run: LabelingRun, corpus: Corpus, *, allow_partial: bool = False
             documents the corpus does not have.
     """
     adj = Adjudicator(corpus)
-    unknown = sorted({r.doc_id for r in run.records} - set(adj.authored))
+    unlabelled = set(corpus.unlabelled)
+    labeled = {r.doc_id for r in run.records}
+    unknown = sorted(labeled - set(adj.authored) - unlabelled)
     if unknown:
         raise PrivacyCIError(
             f"run {run.name!r} labels documents the corpus lacks: {', '.join(unknown[:5])}"
         )
-    missing = run.missing(adj.authored)
+    # documents without an authored label that the run labeled, or was asked to
+    asked = labeled | set(run.manifest.get("identity", {}).get("documents") or ())
+    drafted = [d for d in corpus.unlabelled if d in asked]
+    missing = run.missing([*adj.authored, *drafted])
     if missing and not allow_partial:
-        total = run.draws * len(adj.authored)
+        total = run.draws * (len(adj.authored) + len(drafted))
         if run.folder is None:  # label files, not a model run
             raise PrivacyCIError(
                 f"{run.name!r} lacks {len(missing)} of {total} labels (e.g. document"
@@ -401,7 +428,101 @@ def analyze_run(run: LabelingRun, corpus: Corpus, *, allow_partial: bool = False
             {"doc_id": r.doc_id, "draw": r.draw, "failure": r.failure} for r in run.failures()
         ],
         test_double=is_test_double(run.backend),
+        unlabelled=[_unlabelled_entry(doc_id, draws) for doc_id in drafted],
     )
+
+
+def _unlabelled_entry(
+    doc_id: str, draws: Sequence[Mapping[str, ProposedLabel | None]]
+) -> dict[str, Any]:
+    labels = [d.get(doc_id) for d in draws]
+    return {
+        "doc_id": doc_id,
+        "status": DRAFTED if any(p is not None for p in labels) else DRAFT_FAILED,
+        "labels": [None if p is None else p.as_dict() for p in labels],
+    }
+
+
+@dataclass(frozen=True)
+class LabelDrafts:
+    """A run's labels as complete label entries, and what could not be one.
+
+    Args:
+        labels: valid labels, authored documents first (label-file order), then the
+            documents with no authored label.
+        failed: documents with no label in the draw(s) (a label file cannot say
+            "failed"), with the run's reason.
+        invalid: documents whose label is not valid for the corpus, with the reason.
+        without_authored: the documents among `labels` that have no authored label
+            (their subject, type and context are placeholders, see `draft_label`).
+    """
+
+    labels: list[Label]
+    failed: list[tuple[str, str]]
+    invalid: list[tuple[str, str]]
+    without_authored: list[str]
+
+
+def label_problems(label: Label, corpus: Corpus) -> list[str]:
+    """What `conductor validate` would say about `label` in `corpus`'s label file."""
+    where = "draft"
+    prefix = f"{where}/labels.yaml: document {label.doc_id!r}: "
+    problems = validate_corpus(
+        corpus.policy, corpus.directory, LabelSet([label]), corpus.assignments, where
+    )
+    return [p.removeprefix(prefix) for p in problems if p.startswith(prefix)]
+
+
+def draft_labels(run: LabelingRun, corpus: Corpus, draw: int | None = 1) -> LabelDrafts:
+    """The run's labels as label entries that `conductor validate` and `store propose`
+    accept: an authored document's label with the model's four fields in place; a
+    document without one, `draft_label`. Nothing is left out without a reason.
+
+    Args:
+        run: the labeling run.
+        corpus: the corpus it labeled.
+        draw: which draw (from 1), or None for the field-wise majority of all draws.
+
+    Raises:
+        PrivacyCIError: no such draw.
+    """
+    if draw is not None and not 1 <= draw <= run.draws:
+        raise PrivacyCIError(f"run {run.name!r} has draws 1-{run.draws}, not {draw}")
+    numbers = [draw] if draw is not None else list(range(1, run.draws + 1))
+    draws = [run.draw(n) for n in numbers]
+    why: dict[str, str] = {}
+    for record in sorted(run.failures(), key=lambda r: r.draw):
+        if record.draw in numbers:
+            why.setdefault(record.doc_id, f"draw {record.draw}: {record.failure}")
+    labeled = {r.doc_id for r in run.records}
+    labels: list[Label] = []
+    failed: list[tuple[str, str]] = []
+    invalid: list[tuple[str, str]] = []
+    without: list[str] = []
+    # authored documents always (a label file lists them all); the others when labeled
+    documents = [*corpus.labels.ids, *(d for d in corpus.unlabelled if d in labeled)]
+    for doc_id in documents:
+        proposed = majority_label([d.get(doc_id) for d in draws])
+        if proposed is None:
+            failed.append((doc_id, why.get(doc_id, "not labeled in this run")))
+            continue
+        authored = corpus.labels.get(doc_id)
+        try:
+            if authored is None:
+                label = draft_label(doc_id, proposed, corpus.policy)
+            else:
+                label = substitute(authored, proposed, corpus.policy)
+        except LabelOutputError as exc:
+            invalid.append((doc_id, str(exc)))
+            continue
+        problems = label_problems(label, corpus)
+        if problems:
+            invalid.append((doc_id, "; ".join(problems)))
+            continue
+        labels.append(label)
+        if authored is None:
+            without.append(doc_id)
+    return LabelDrafts(labels, failed, invalid, without)
 
 
 def model_labels(
@@ -415,22 +536,15 @@ def model_labels(
         draw: which draw (from 1), or None for the field-wise majority of all draws.
 
     Returns:
-        ``(labels, failed)``: labels in corpus order, and the ids of documents with no
-        label in that draw (a label file cannot say "failed"; they are left out).
+        ``(labels, failed)``: labels in corpus order (documents without an authored
+        label last, as `draft_labels` writes them), and the ids of documents with no
+        valid label in that draw (a label file cannot say "failed"; they are left
+        out; `draft_labels` says why).
 
     Raises:
         PrivacyCIError: no such draw.
     """
-    if draw is not None and not 1 <= draw <= run.draws:
-        raise PrivacyCIError(f"run {run.name!r} has draws 1-{run.draws}, not {draw}")
-    numbers = [draw] if draw is not None else list(range(1, run.draws + 1))
-    draws = [run.draw(n) for n in numbers]
-    labels: list[Label] = []
-    failed: list[str] = []
-    for authored in corpus.labels:
-        proposed = majority_label([d.get(authored.doc_id) for d in draws])
-        if proposed is None:
-            failed.append(authored.doc_id)
-            continue
-        labels.append(substitute(authored, proposed, corpus.policy))
-    return labels, failed
+    drafts = draft_labels(run, corpus, draw)
+    left_out = {d for d, _ in drafts.failed} | {d for d, _ in drafts.invalid}
+    documents = [*corpus.labels.ids, *corpus.unlabelled]
+    return drafts.labels, [d for d in documents if d in left_out]

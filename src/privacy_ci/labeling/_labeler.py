@@ -7,6 +7,11 @@ which model, with which prompts, over which corpus) and ``records.jsonl`` (one
 line per document and draw, every attempt's raw output kept), appended and
 fsynced as each label finishes, so a killed run resumes without relabeling or
 losing a finished document.
+
+A user's corpus folder (``load_corpus(DIR)``) may hold documents with no label yet
+(`Corpus.unlabelled`): they are labeled too, with ``unknown`` for the type and
+subject the prompt would otherwise take from the authored label (the template is
+unchanged), and their model labels are drafts for the Policy Authority.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -57,6 +63,9 @@ ORGANIZATION_SUBJECT = "organization-level (no individual subject)"
 PARSE_RETRIES = 2
 """Appendix C: "A response that does not parse is retried twice and otherwise
 recorded as an explicit failure"."""
+UNKNOWN = "unknown"
+"""The document type and subject the prompt shows for a document with no authored
+label: nothing but its file says what it is, and the labeler never guesses a person."""
 
 
 class LabelingRunMismatch(PrivacyCIError):
@@ -104,6 +113,38 @@ class LabelRecord:
         }
 
 
+def corpus_documents(corpus: Corpus) -> list[str]:
+    """Every document a labeler can label: the labelled ones in label-file order, then
+    the ``documents/`` files no label names (sorted)."""
+    return [*corpus.labels.ids, *corpus.unlabelled]
+
+
+def document_texts(corpus: Corpus) -> dict[str, str]:
+    """Every document's text (`corpus_documents` order), labelled or not."""
+    texts = {doc_id: corpus.content(doc_id) for doc_id in corpus.labels.ids}
+    texts.update((doc_id, corpus.document_text(doc_id)) for doc_id in corpus.unlabelled)
+    return texts
+
+
+def content_sha256(texts: Mapping[str, str]) -> str:
+    """One hash of a corpus's documents (ids and texts): a changed folder changes it."""
+    content = hashlib.sha256()
+    for doc_id in sorted(texts):
+        content.update(f"{doc_id}\0{texts[doc_id]}\0".encode())
+    return content.hexdigest()
+
+
+def unknown_document(corpus: Corpus, doc_id: str) -> PrivacyCIError:
+    """The error for a document id the corpus has neither a label nor a file for."""
+    ids = corpus.labels.ids
+    listed = f" ({ids[0]} ... {ids[-1]})" if ids else ""
+    without = len(corpus.unlabelled)
+    extra = f" and {without} without a label" if without else ""
+    return PrivacyCIError(
+        f"unknown document {doc_id!r}; the corpus has {len(ids)} labelled documents{listed}{extra}"
+    )
+
+
 def subject_name(label: Label, corpus: Corpus) -> str:
     """The subject as the labeler sees it: a person's name, or organization-level."""
     if label.subject is None:
@@ -122,15 +163,29 @@ def render_user_prompt(
 
     Only the title, document type, subject name and full content go in; the
     authored tier, ACL, extra-sensitive flag, requesters and assignments never do.
+    A document with no label yet shows its id as title and `UNKNOWN` as type and
+    subject.
 
     Args:
         corpus: the corpus.
         doc_id: the document.
         template: the user prompt (default: the paper's).
-        content: the document text (default: the corpus's, `Corpus.content`).
+        content: the document text (default: the corpus's, `Corpus.document_text`).
+
+    Raises:
+        PrivacyCIError: the corpus has no such document.
     """
-    label = corpus.label(doc_id)
     template = template or load_labeler_prompt(USER_PROMPT)
+    label = corpus.labels.get(doc_id)
+    if label is None:
+        if doc_id not in corpus.unlabelled:
+            raise unknown_document(corpus, doc_id)
+        return template.render(
+            title=doc_id,
+            document_type=UNKNOWN,
+            subject_name=UNKNOWN,
+            content=corpus.document_text(doc_id) if content is None else content,
+        )
     return template.render(
         title=label.title or label.doc_id,
         document_type=label.document_type,
@@ -177,16 +232,26 @@ class Labeler:
         base = settings or GenerationSettings()
         self.settings = replace(base, json_schema=self.schema, schema_name="document_label")
         self.parse_retries = parse_retries
-        self._contents = {label.doc_id: corpus.content(label.doc_id) for label in corpus.labels}
+        # read once: labeling and the run's identity hash see the same texts
+        self._contents = document_texts(corpus)
 
     @property
     def backend(self) -> str:
         return f"{self.client.backend.provider}:{self.client.backend.model}"
 
+    @property
+    def documents(self) -> list[str]:
+        """Every document it can label (`corpus_documents`)."""
+        return list(self._contents)
+
+    def check_document(self, doc_id: str) -> None:
+        """Raise `PrivacyCIError` naming the corpus unless `doc_id` is one of its documents."""
+        if doc_id not in self._contents:
+            raise unknown_document(self.corpus, doc_id)
+
     def prompt_for(self, doc_id: str) -> str:
         """The user prompt for a document: title, type, subject name and content only."""
-        if doc_id not in self._contents:
-            self.corpus.label(doc_id)  # raises PrivacyCIError naming the corpus
+        self.check_document(doc_id)
         return render_user_prompt(
             self.corpus, doc_id, self.user_prompt, content=self._contents[doc_id]
         )
@@ -294,6 +359,18 @@ class LabelingRun:
     def failures(self) -> list[LabelRecord]:
         return [r for r in self.records if not r.ok]
 
+    @property
+    def corpus_folder(self) -> Path | None:
+        """The corpus folder the run labeled, as its manifest records it (None: not recorded)."""
+        source = self.manifest.get("identity", {}).get("corpus", {}).get("source")
+        return None if not source else Path(source)
+
+    @property
+    def corpus_sha256(self) -> str | None:
+        """The hash of the corpus's documents when the run began (`content_sha256`)."""
+        value = self.manifest.get("identity", {}).get("corpus", {}).get("content_sha256")
+        return None if value is None else str(value)
+
     def missing(self, doc_ids: Iterable[str]) -> list[str]:
         """Keys (``doc#draw``) the run asked for and has not finished."""
         done = {record_key(r.doc_id, r.draw) for r in self.records}
@@ -307,15 +384,21 @@ class LabelingRun:
 
 def _corpus_identity(labeler: Labeler) -> dict[str, Any]:
     corpus = labeler.corpus
-    content = hashlib.sha256()
-    for doc_id in sorted(labeler._contents):
-        content.update(f"{doc_id}\0{labeler._contents[doc_id]}\0".encode())
-    return {
-        "source": str(corpus.source) if corpus.source else None,
+    source = None
+    if corpus.source is not None:
+        # absolute, so a resume from another directory (or export) finds the same folder;
+        # an absolute path is kept exactly as it was, so older runs' identities still match
+        where = corpus.source
+        source = str(where) if where.is_absolute() else os.path.abspath(where)
+    identity: dict[str, Any] = {
+        "source": source,
         "documents": len(corpus.labels),
-        "content_sha256": content.hexdigest(),
+        "content_sha256": content_sha256(labeler._contents),
         "policy_version": _policy_version(corpus),
     }
+    if corpus.unlabelled:  # only then: the packaged corpus's identity stays as it was
+        identity["unlabelled"] = list(corpus.unlabelled)
+    return identity
 
 
 def _policy_version(corpus: Corpus) -> str:
@@ -427,7 +510,8 @@ async def run_labeling(
         out_dir: the run folder (created; an existing one with the same identity resumes).
         draws: complete relabelings of the corpus (paper: 5).
         concurrency: documents labeled at once.
-        doc_ids: a subset of documents (default: all, in corpus order).
+        doc_ids: a subset of documents (default: all, in `corpus_documents` order,
+            documents without a label included).
         name: a display name for reports (default: the backend).
         retry_failures: on resume, label again the (document, draw) pairs that failed.
         on_record: called with each new `LabelRecord` (progress).
@@ -443,9 +527,9 @@ async def run_labeling(
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     # a document listed twice is labeled once per draw (one record per key)
-    ids = list(dict.fromkeys(doc_ids)) if doc_ids is not None else labeler.corpus.labels.ids
+    ids = list(dict.fromkeys(doc_ids)) if doc_ids is not None else labeler.documents
     for doc_id in ids:
-        labeler.corpus.label(doc_id)  # unknown ids fail here, before any call
+        labeler.check_document(doc_id)  # unknown ids fail here, before any call
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     identity = _identity(labeler, draws, ids)
@@ -454,8 +538,16 @@ async def run_labeling(
         old = json.loads(manifest_path.read_text(encoding="utf-8"))
         if old.get("identity") != identity:
             diff = differences(old.get("identity", {}), identity)
+            before = old.get("identity", {}).get("corpus", {}).get("content_sha256")
+            changed = (
+                f"the documents of {identity['corpus']['source'] or 'the corpus'} changed"
+                " since it began; "
+                if before != identity["corpus"]["content_sha256"]
+                else ""
+            )
             raise LabelingRunMismatch(
-                f"{out} holds another labeling run ({'; '.join(diff[:5])}); use a new folder"
+                f"{out} holds another labeling run ({changed}{'; '.join(diff[:5])});"
+                " use a new folder"
             )
         manifest = old
     else:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from privacy_ci.labeling._analysis import LabelingReport
+from privacy_ci.labeling._analysis import DRAFTED, LabelingReport
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,11 @@ class ReportTable:
 
 def _pct(value: float) -> str:
     return f"{100 * value:.0f}%"
+
+
+def _rate(value: float, documents: int) -> str:
+    # no authored label to compare with: a rate of nothing, not 0%
+    return _pct(value) if documents else "—"
 
 
 def authored_line(reports: Sequence[LabelingReport]) -> str:
@@ -51,8 +56,8 @@ def report_tables(reports: Sequence[LabelingReport]) -> list[ReportTable]:
             (
                 r.name,
                 backend,
-                _pct(c.tier_rate),
-                _pct(c.acl_rate),
+                _rate(c.tier_rate, c.documents),
+                _rate(c.acl_rate, c.documents),
                 str(c.privacy_violations),
                 str(c.over_blocks),
                 ratio,
@@ -144,7 +149,28 @@ def report_tables(reports: Sequence[LabelingReport]) -> list[ReportTable]:
             tuple(controls),
         )
     )
+    drafted = tuple(
+        (r.name, entry["doc_id"], entry["status"], *_draft_cells(entry["labels"][0]))
+        for r in reports
+        for entry in r.unlabelled
+    )
+    if drafted:
+        tables.append(
+            ReportTable(
+                "Documents without an authored label: nothing to compare (draw 1)",
+                ("Configuration", "Document", "Status", "Tier", "Roles", "Extra-sensitive"),
+                drafted,
+            )
+        )
     return tables
+
+
+def _draft_cells(label: dict[str, object] | None) -> tuple[str, str, str]:
+    if label is None:
+        return ("—", "—", "—")
+    roles = label["permitted_receiver_roles"]
+    listed = ", ".join(str(r) for r in roles) if isinstance(roles, list) else str(roles)
+    return (str(label["sensitivity_tier"]), listed or "none", str(label["extra_sensitive"]))
 
 
 def report_notes(reports: Sequence[LabelingReport]) -> list[str]:
@@ -157,6 +183,13 @@ def report_notes(reports: Sequence[LabelingReport]) -> list[str]:
                 f"{r.name}: {len(r.failures)} label(s) failed and deny every request for"
                 f" their document; first: {first['doc_id']} draw {first['draw']}:"
                 f" {first['failure']}"
+            )
+        if r.unlabelled:
+            drafted = sum(entry["status"] == DRAFTED for entry in r.unlabelled)
+            notes.append(
+                f"{r.name}: {len(r.unlabelled)} document(s) have no authored label, so the"
+                f" figures above leave them out ({drafted} drafted); `label export` writes"
+                " the drafts for the Policy Authority to review"
             )
         if r.test_double:
             notes.append(f"{r.name}: produced by the scripted test double, not a model")

@@ -4,7 +4,9 @@ how a model's output is checked, and how it replaces the authored label's fields
 Only `sensitivity_tier` and `permitted_receiver_roles` reach the gate's decision
 (Table IV); `extra_sensitive` and `governing_principle` are recorded and shown.
 Everything else of a label (document id, subject, type, originating context) stays
-as authored: the model replaces the annotator at one point only (section V-C).
+as authored: the model replaces the annotator at one point only (section V-C). A
+document with no authored label gets placeholders for those fields (`draft_label`),
+for the Policy Authority to set before approving.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from privacy_ci.conductor import Label, Policy, SensitivityTier
+from privacy_ci.conductor import Label, Policy, SensitivityTier, SubjectType
 from privacy_ci.conductor._labels import check_role_name
 
 MODEL_FIELDS = (
@@ -25,6 +27,9 @@ MODEL_FIELDS = (
     "governing_principle",
 )
 """The fields the labeler writes, in the schema's order."""
+DRAFT_DOCUMENT_TYPE = "unknown"
+"""The document type of a draft for a document with no authored label."""
+DRAFT_EXTRA_SENSITIVE_REASON = "marked extra-sensitive by the labeler"
 
 
 class LabelOutputError(ValueError):
@@ -175,7 +180,7 @@ def substitute(authored: Label, proposed: ProposedLabel, policy: Policy) -> Labe
         permitted_receiver_roles=proposed.permitted_receiver_roles,
         extra_sensitive=proposed.extra_sensitive,
         extra_sensitive_reason=(
-            (authored.extra_sensitive_reason or "marked extra-sensitive by the labeler")
+            (authored.extra_sensitive_reason or DRAFT_EXTRA_SENSITIVE_REASON)
             if proposed.extra_sensitive
             else None
         ),
@@ -184,5 +189,59 @@ def substitute(authored: Label, proposed: ProposedLabel, policy: Policy) -> Labe
     )
     try:
         return Label.model_validate(data)
+    except ValidationError as exc:
+        raise LabelOutputError(str(exc)) from None
+
+
+def draft_label(doc_id: str, proposed: ProposedLabel, policy: Policy) -> Label:
+    """A complete label for a document with no authored label: the labeler's four fields
+    and placeholders for the rest, which the model is never asked for.
+
+    The placeholders: an empty title, document type `DRAFT_DOCUMENT_TYPE`, no subject
+    (organization-level), and as originating context the one context that the
+    permitted roles are authoritative in, else the policy's first. A tier that requires
+    an assignment is refused (the draft would have no subject, and the gate grants a
+    subject-less document without one): such a document is labelled by hand.
+
+    Raises:
+        LabelOutputError: the result is not a valid label (e.g. a tier the policy lacks).
+    """
+    requires = policy.requires_assignment(proposed.sensitivity_tier)
+    if requires is None:
+        raise LabelOutputError(
+            f"sensitivity_tier: {proposed.sensitivity_tier.value!r} is not a tier of the policy"
+        )
+    if requires:
+        # fail closed: with no subject the gate would grant the tier without any
+        # assignment, which is wider than the policy means for a document about a person
+        raise LabelOutputError(
+            f"sensitivity_tier: {proposed.sensitivity_tier.value!r} requires an assignment to"
+            " the document's subject, which the model does not name: write the label by hand"
+            " (with its subject) before proposing it"
+        )
+    contexts = {
+        policy.authoritative_context[role]
+        for role in proposed.permitted_receiver_roles
+        if role in policy.authoritative_context
+    }
+    origin = next(iter(contexts)) if len(contexts) == 1 else policy.contexts[0]
+    try:
+        return Label.model_validate(
+            {
+                "doc_id": doc_id,
+                "sensitivity_tier": proposed.sensitivity_tier,
+                "permitted_receiver_roles": proposed.permitted_receiver_roles,
+                "subject": None,
+                "subject_type": SubjectType.ORGANIZATION,
+                "document_type": DRAFT_DOCUMENT_TYPE,
+                "extra_sensitive": proposed.extra_sensitive,
+                "extra_sensitive_reason": (
+                    DRAFT_EXTRA_SENSITIVE_REASON if proposed.extra_sensitive else None
+                ),
+                "governing_principle": proposed.governing_principle,
+                "originating_context": origin,
+                "assignment_required": False,
+            }
+        )
     except ValidationError as exc:
         raise LabelOutputError(str(exc)) from None
