@@ -113,17 +113,31 @@ def test_identifiers_need_a_covered_entity_holding_them(reasoner: CIReasoner) ->
     assert loose.verdict is Verdict.NOT_APPLICABLE
 
 
-def test_a_ground_makes_it_not_applicable(reasoner: CIReasoner) -> None:
-    ground = reasoner.catalogue.applicability.grounds[0]
-    cue = ground.cues.met[0] if ground.cues.met else None
-    if cue is None:
-        pytest.skip("the first ground has no cue")  # pragma: no cover - catalogue shape
-    result = reasoner.judge(
-        f"The hospital disclosed the patient's medical records; {cue}.",
-        Flow.of(information_type=RECORDS),
-    )
+def test_each_ground_with_a_cue_makes_it_not_applicable(reasoner: CIReasoner) -> None:
+    grounds = [g for g in reasoner.catalogue.applicability.grounds if g.cues.met]
+    assert len(grounds) >= 4
+    for ground in grounds:
+        result = reasoner.judge(
+            f"The hospital disclosed the patient's medical records; {ground.cues.met[0]}.",
+            Flow.of(information_type=RECORDS),
+        )
+        assert result.verdict is Verdict.NOT_APPLICABLE, ground.id
+        assert [g[0] for g in result.applicability.grounds] == [ground.id]
+
+
+def test_an_individual_sharing_their_own_information(reasoner: CIReasoner) -> None:
+    text = "Ann Lee emailed her own medical records to her new employer."
+    flow = Flow.of(sender="Ann Lee", subject="ann lee ", information_type=RECORDS)
+    result = reasoner.judge(text, flow)
     assert result.verdict is Verdict.NOT_APPLICABLE
-    assert [g[0] for g in result.applicability.grounds] == [ground.id]
+    assert [g[0] for g in result.applicability.grounds] == ["individual-own-information"]
+    assert any(
+        "is the individual the information is about" in r for r in result.applicability.reasons
+    )
+    other = reasoner.judge(
+        text, Flow.of(sender="Mercy Clinic", subject="Ann Lee", information_type=RECORDS)
+    )
+    assert "individual-own-information" not in [g[0] for g in other.applicability.grounds]
 
 
 # a sentence that states what the rule allows is not a fact about the flow

@@ -411,7 +411,21 @@ class CIReasoner:
                 evidence = tuple(_evidence(m, "met") for m in met)
                 grounds.append((ground.id, ground.question, evidence))
                 reasons.append(f'{ground.question} Yes: "{met[0].quote}" ({ground.paragraph})')
+            elif (why := self._ground_from_flow(ground.id, flow)) is not None:
+                grounds.append((ground.id, ground.question, ()))
+                reasons.append(f"{ground.question} Yes: {why} ({ground.paragraph})")
         return Applicability(protected and not grounds, tuple(reasons), tuple(grounds))
+
+    def _ground_from_flow(self, ground_id: str, flow: Flow) -> str | None:
+        """A ground read from the flow's own CI fields: an individual sending their own
+        information. (A sender outside the bound roles is not inferred from the role
+        graph: it places nurses, therapists and courts outside every covered entity, which
+        cost 0.065 of accuracy on the synthetic cases; that ground needs a stated fact.)"""
+        if ground_id == "individual-own-information":
+            who, about = flow.sender.name, flow.subject.name
+            if who and about and who.strip().casefold() == about.strip().casefold():
+                return f"the sender ({who}) is the individual the information is about"
+        return None
 
     @functools.cached_property
     def _info_cues(self) -> CueSet:
