@@ -37,6 +37,7 @@ from typing import Any
 
 from privacy_ci.errors import PrivacyCIError
 from privacy_ci.evaluation._metrics import mcnemar
+from privacy_ci.evaluation._report_cases import DRILLDOWN_CSS, DRILLDOWN_SCRIPT, case_drilldown
 from privacy_ci.evaluation._runner import (
     MANIFEST_FILE,
     METRICS_FILE,
@@ -46,6 +47,11 @@ from privacy_ci.evaluation._runner import (
 )
 
 __all__ = [
+    "FLAG_CONSTANT",
+    "FLAG_EMBEDDED",
+    "FLAG_HEALTH_RULE",
+    "FLAG_MAJORITY",
+    "FLAG_TEST_DOUBLE",
     "METHOD_ORDER",
     "TEST_DOUBLE_MARK",
     "Figure",
@@ -57,6 +63,7 @@ __all__ = [
     "build_report",
     "load_run",
     "pct",
+    "run_flags",
     "write_report",
 ]
 
@@ -218,6 +225,7 @@ class Section:
     paragraphs: list[str] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
+    html_extra: str = ""  # HTML-only content (the per-case drill-down)
 
 
 @dataclass
@@ -228,10 +236,13 @@ class Report:
     generated_at: str
     warnings: list[str]
     sections: list[Section]
+    headline: Table | None = None
 
     def markdown(self) -> str:
         """The report as Markdown (figures referenced by file name)."""
         out = [f"# {self.title}", "", f"Generated {self.generated_at}.", ""]
+        if self.headline is not None:
+            out += ["## Headline", "", *_md_table(self.headline)]
         for w in self.warnings:
             out += [f"> **{w}**", ""]
         for section in self.sections:
@@ -239,14 +250,12 @@ class Report:
             for p in section.paragraphs:
                 out += [p, ""]
             for table in section.tables:
-                out += [f"### {table.title}", ""]
-                out.append("| " + " | ".join(_md(c) for c in table.header) + " |")
-                out.append("|" + "|".join("---" for _ in table.header) + "|")
-                for row in table.rows:
-                    out.append("| " + " | ".join(_md(c) for c in row) + " |")
-                out.append("")
-                for note in table.notes:
-                    out += [f"*{note}*", ""]
+                out += _md_table(table)
+            if section.html_extra:
+                out += [
+                    "*The per-case drill-down (verdicts, prompts, raw outputs) is in report.html.*",
+                    "",
+                ]
             for fig in section.figures:
                 out += [f"![{fig.title}]({fig.filename})", ""]
                 if fig.caption:
@@ -259,43 +268,93 @@ class Report:
         parts = [
             "<!DOCTYPE html>",
             '<html lang="en"><head><meta charset="utf-8">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
             f"<title>{e(self.title)}</title>",
-            "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:90em}"
+            "<style>body{font-family:system-ui,sans-serif;margin:1em;max-width:90em}"
+            ".table-scroll{overflow-x:auto;max-width:100%}"
             "table{border-collapse:collapse;margin:.5em 0 1em}"
-            "th,td{border:1px solid #bbb;padding:.25em .5em;text-align:right}"
-            "th:first-child,td:first-child{text-align:left}th{background:#eee}"
+            "caption{text-align:left;font-weight:bold;padding:.25em 0}"
+            "th,td{border:1px solid #bbb;padding:.25em .5em;text-align:left}"
+            "th.num,td.num{text-align:right;white-space:nowrap}th{background:#eee}"
             ".warn{background:#fff3cd;border:1px solid #e0a800;padding:.5em}"
-            ".note{color:#555;font-size:.9em}img{max-width:100%}</style>",
+            ".headline{border-left:4px solid #555;padding-left:.75em}"
+            ".note{color:#555;font-size:.9em}img{max-width:100%}" + DRILLDOWN_CSS + "</style>",
             "</head><body>",
             f"<h1>{e(self.title)}</h1>",
             f"<p>Generated {e(self.generated_at)}.</p>",
         ]
+        if self.headline is not None:
+            parts.append('<section class="headline"><h2>Headline</h2>')
+            parts += _html_table(self.headline)
+            parts.append("</section>")
         parts += [f'<p class="warn"><strong>{e(w)}</strong></p>' for w in self.warnings]
+        drilldown = False
         for section in self.sections:
             parts.append(f"<h2>{e(section.title)}</h2>")
             parts += [f"<p>{e(p)}</p>" for p in section.paragraphs]
             for table in section.tables:
-                parts.append(f"<h3>{e(table.title)}</h3><table><thead><tr>")
-                parts += [f"<th>{e(c)}</th>" for c in table.header]
-                parts.append("</tr></thead><tbody>")
-                for row in table.rows:
-                    cells = "".join(f"<td>{e(c)}</td>" for c in row)
-                    marked = ' class="warn"' if TEST_DOUBLE_MARK in " ".join(row) else ""
-                    parts.append(f"<tr{marked}>{cells}</tr>")
-                parts.append("</tbody></table>")
-                parts += [f'<p class="note">{e(n)}</p>' for n in table.notes]
+                parts += _html_table(table)
+            if section.html_extra:
+                drilldown = True
+                parts.append(section.html_extra)
             for fig in section.figures:
                 data = base64.b64encode(fig.png).decode("ascii")
                 parts.append(
                     f'<figure><img src="data:image/png;base64,{data}" alt="{e(fig.title)}">'
                     f"<figcaption>{e(fig.caption or fig.title)}</figcaption></figure>"
                 )
+        if drilldown:
+            parts.append(DRILLDOWN_SCRIPT)
         parts.append("</body></html>")
         return "\n".join(parts) + "\n"
 
 
 def _md(cell: str) -> str:
     return cell.replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(table: Table) -> list[str]:
+    out = [f"### {table.title}", ""]
+    out.append("| " + " | ".join(_md(c) for c in table.header) + " |")
+    out.append("|" + "|".join("---" for _ in table.header) + "|")
+    for row in table.rows:
+        out.append("| " + " | ".join(_md(c) for c in row) + " |")
+    out.append("")
+    for note in table.notes:
+        out += [f"*{note}*", ""]
+    return out
+
+
+# a number, a percentage with its interval, a p-value, or a placeholder for none
+_NUMERIC = re.compile(r"^(—|undefined|-?\d+(\.\d+)?(e-?\d+)?(/\d+)?( \[[^\]]*\])?)$", re.IGNORECASE)
+
+
+def _numeric_columns(table: Table) -> list[bool]:
+    """Columns whose every filled cell is a number (right-aligned); others are text."""
+    flags = []
+    for i in range(len(table.header)):
+        cells = [row[i].strip() for row in table.rows if i < len(row) and row[i].strip()]
+        flags.append(bool(cells) and all(_NUMERIC.match(c) for c in cells))
+    return flags
+
+
+def _html_table(table: Table) -> list[str]:
+    e = html.escape
+    numeric = _numeric_columns(table)
+
+    def cls(i: int) -> str:
+        return ' class="num"' if i < len(numeric) and numeric[i] else ""
+
+    parts = [f'<div class="table-scroll"><table><caption>{e(table.title)}</caption><thead><tr>']
+    parts += [f"<th{cls(i)}>{e(c)}</th>" for i, c in enumerate(table.header)]
+    parts.append("</tr></thead><tbody>")
+    for row in table.rows:
+        cells = "".join(f"<td{cls(i)}>{e(c)}</td>" for i, c in enumerate(row))
+        marked = ' class="warn"' if TEST_DOUBLE_MARK in " ".join(row) else ""
+        parts.append(f"<tr{marked}>{cells}</tr>")
+    parts.append("</tbody></table></div>")
+    parts += [f'<p class="note">{e(n)}</p>' for n in table.notes]
+    return parts
 
 
 # ---------------------------------------------------------------------------------
@@ -316,6 +375,13 @@ def _row_label(run: RunData) -> str:
 def _acc_cell(scores: dict[str, Any]) -> str:
     ci = scores.get("accuracy_ci") or {}
     return f"{pct(scores['accuracy'])} [{pct(ci.get('low'), 1)}, {pct(ci.get('high'), 1)}]"
+
+
+def _precision(scores: dict[str, Any]) -> str:
+    """Precision in %, or "undefined" for a class never predicted (0/0, not 0)."""
+    if scores.get("predicted") == 0:
+        return "undefined"
+    return pct(scores["precision"])
 
 
 def _dataset_title(group: tuple[str, str, str, str], n: int) -> str:
@@ -372,7 +438,7 @@ def _per_class_table(group: tuple[str, str, str, str], runs: list[RunData]) -> T
         cells = [label]
         for c in classes:
             s = scores["per_class"][c]
-            cells += [pct(s["precision"]), pct(s["recall"]), pct(s["f1"])]
+            cells += [_precision(s), pct(s["recall"]), pct(s["f1"])]
         ci = scores.get("macro_f1_ci") or {}
         interval = f" [{pct(ci.get('low'), 1)}, {pct(ci.get('high'), 1)}]" if ci else ""
         cells += [pct(scores["macro_f1"]) + interval, str(scores["unparsed"])]
@@ -381,7 +447,10 @@ def _per_class_table(group: tuple[str, str, str, str], runs: list[RunData]) -> T
     rows = [row(_row_label(r), r.metrics["scores"]["main"]) for r in _sorted(runs)]
     rows += _baseline_rows(runs, lambda s: s["main"], row)
     n = runs[0].metrics["scores"]["main"]["n"]
-    notes = ["Precision, recall, F1 in %; Ma-F1 = mean F1 over the classes (bootstrap CI)."]
+    notes = [
+        "Precision, recall, F1 in %; Ma-F1 = mean F1 over the classes (bootstrap CI); "
+        "precision is undefined for a class the run never predicted."
+    ]
     if any(r.test_double for r in runs):
         notes.append(f"Rows marked {TEST_DOUBLE_MARK!r} come from the scripted test backend.")
     return Table(f"Per class (Table 3 style), {_dataset_title(group, n)}", header, rows, notes)
@@ -423,8 +492,10 @@ def _compliance_table(group: tuple[str, str, str, str], runs: list[RunData]) -> 
         pc = s["per_class"]
         return [
             label,
-            *(pct(pc["permit"][k]) for k in ("precision", "recall", "f1")),
-            *(pct(pc["prohibit"][k]) for k in ("precision", "recall", "f1")),
+            _precision(pc["permit"]),
+            *(pct(pc["permit"][k]) for k in ("recall", "f1")),
+            _precision(pc["prohibit"]),
+            *(pct(pc["prohibit"][k]) for k in ("recall", "f1")),
             pct(s["macro_f1"]),
             str(s["n"]),
         ]
@@ -455,7 +526,7 @@ def _confusion_table(run: RunData) -> Table:
         [_CLASS_TITLES.get(g, g), *(str(x) for x in counts)]
         for g, counts in zip(conf["rows"], conf["counts"], strict=True)
     ]
-    notes = [f"Backend: {backend_label(run)}; run folder {run.path}."]
+    notes = [f"Backend: {backend_label(run)}; run folder {run.name}."]
     return Table(
         f"Confusion: {run.method} on {run.dataset} · {backend_label(run)}", header, rows, notes
     )
@@ -613,6 +684,70 @@ def _f1_figure(group: tuple[str, str, str, str], runs: list[RunData]) -> Figure 
     )
 
 
+FLAG_CONSTANT = "constant verdict"
+FLAG_MAJORITY = "not better than the majority baseline"
+FLAG_HEALTH_RULE = "below the model-free health-information rule"
+FLAG_EMBEDDED = "embedded model: a wiring check, not accuracy"
+FLAG_TEST_DOUBLE = "scripted test double: not model accuracy"
+
+
+def _baseline_accuracy(run: RunData, name: str) -> float | None:
+    base = run.metrics.get("baselines", {}).get(name)
+    if not isinstance(base, dict):
+        return None
+    value = base.get("scores", {}).get("main", {}).get("accuracy")
+    return None if value is None else float(value)
+
+
+def run_flags(run: RunData) -> list[str]:
+    """What a reader must know before trusting a run's headline numbers."""
+    flags: list[str] = []
+    if run.test_double:
+        flags.append(FLAG_TEST_DOUBLE)
+    if run.backend.split(":", 1)[0] == "embedded":
+        flags.append(FLAG_EMBEDDED)
+    answered = {str(r["verdict"]) for r in run.records if r.get("verdict") is not None}
+    if len(answered) == 1 and sum(r.get("verdict") is not None for r in run.records) > 1:
+        flags.append(f"{FLAG_CONSTANT} ({answered.pop()})")
+    acc = run.metrics["scores"]["main"].get("accuracy")
+    majority = _baseline_accuracy(run, "majority")
+    if acc is not None and majority is not None and acc <= majority:
+        flags.append(FLAG_MAJORITY)
+    rule = _baseline_accuracy(run, "health-rule")
+    if acc is not None and rule is not None and acc < rule:
+        flags.append(FLAG_HEALTH_RULE)
+    return flags
+
+
+def _headline_table(runs: Sequence[RunData]) -> Table:
+    rows = []
+    for r in runs:
+        scores = r.metrics["scores"]["main"]
+        ci = scores.get("macro_f1_ci") or {}
+        interval = f" [{pct(ci.get('low'), 1)}, {pct(ci.get('high'), 1)}]" if ci else ""
+        rows.append(
+            [
+                r.name,
+                r.method,
+                backend_label(r),
+                r.dataset,
+                str(scores.get("n", "?")),
+                _acc_cell(scores),
+                pct(scores.get("macro_f1")) + interval,
+                "; ".join(run_flags(r)) or "—",
+            ]
+        )
+    header = ["run", "method", "backend", "dataset", "n", "accuracy % [95% CI]"]
+    header += ["Ma-F1 % [95% CI]", "flags"]
+    notes = [
+        "Accuracy with 95% Wilson intervals, macro-F1 with bootstrap intervals; unparsed "
+        "answers count as wrong. Flags: constant verdict (every answered case got the same "
+        "verdict), not better than the majority baseline, below the model-free "
+        "health-information rule, and backends whose numbers are not a model's accuracy."
+    ]
+    return Table("Per run: accuracy and macro-F1", header, rows, notes)
+
+
 def build_report(runs: Sequence[RunData], *, plots: bool = True) -> Report:
     """Assemble the report's sections from runs.
 
@@ -689,6 +824,10 @@ def build_report(runs: Sequence[RunData], *, plots: bool = True) -> Report:
         mc = _mcnemar_table(group, members)
         if mc is not None:
             section.tables.append(mc)
+        ordered = _sorted(members)
+        section.html_extra = case_drilldown(
+            ordered, {id(r): r.name for r in ordered}, f"Cases, {_dataset_title(group, n)}"
+        )
         if plots:
             fig = _f1_figure(group, members)
             if fig is None:
@@ -699,7 +838,9 @@ def build_report(runs: Sequence[RunData], *, plots: bool = True) -> Report:
     if missing_plot:
         warnings.append("matplotlib is not installed: the per-class F1 figures are missing")
     now = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-    return Report("Privacy Checklist evaluation report", now, warnings, sections)
+    return Report(
+        "Privacy Checklist evaluation report", now, warnings, sections, _headline_table(runs)
+    )
 
 
 def write_report(
