@@ -160,6 +160,14 @@ def parse_proposed(data: object, policy: Policy) -> ProposedLabel:
     return ProposedLabel(tier, frozenset(roles), extra_sensitive, principle.strip())
 
 
+def _requires_assignment(policy: Policy, tier: SensitivityTier) -> bool:
+    """The policy's rule for a drafted tier (Table V); a tier it lacks is an error."""
+    requires = policy.requires_assignment(tier)
+    if requires is None:
+        raise LabelOutputError(f"sensitivity_tier: {tier.value!r} is not a tier of the policy")
+    return requires
+
+
 def substitute(authored: Label, proposed: ProposedLabel, policy: Policy) -> Label:
     """The authored label with the labeler's four fields in place of the annotator's.
 
@@ -169,11 +177,7 @@ def substitute(authored: Label, proposed: ProposedLabel, policy: Policy) -> Labe
     Raises:
         LabelOutputError: the result is not a valid label (e.g. a tier the policy lacks).
     """
-    requires = policy.requires_assignment(proposed.sensitivity_tier)
-    if requires is None:
-        raise LabelOutputError(
-            f"sensitivity_tier: {proposed.sensitivity_tier.value!r} is not a tier of the policy"
-        )
+    requires = _requires_assignment(policy, proposed.sensitivity_tier)
     data = authored.model_dump()
     data.update(
         sensitivity_tier=proposed.sensitivity_tier,
@@ -206,11 +210,7 @@ def draft_label(doc_id: str, proposed: ProposedLabel, policy: Policy) -> Label:
     Raises:
         LabelOutputError: the result is not a valid label (e.g. a tier the policy lacks).
     """
-    requires = policy.requires_assignment(proposed.sensitivity_tier)
-    if requires is None:
-        raise LabelOutputError(
-            f"sensitivity_tier: {proposed.sensitivity_tier.value!r} is not a tier of the policy"
-        )
+    requires = _requires_assignment(policy, proposed.sensitivity_tier)
     if requires:
         # fail closed: with no subject the gate would grant the tier without any
         # assignment, which is wider than the policy means for a document about a person

@@ -218,6 +218,17 @@ class Reasoning:
         return "\n".join(lines)
 
 
+def _with_descendants(graph: TaxonomyGraph | None, terms: Sequence[str]) -> frozenset[str]:
+    """The graph terms `terms` name, and every term below them."""
+    out: set[str] = set()
+    for term in terms:
+        if graph is not None and term in graph:
+            resolved = graph.resolve(term) or term
+            out.add(resolved)
+            out.update(t for t in graph.descendants(resolved) if t.strip())
+    return frozenset(out)
+
+
 _CACHE_SIZE = 4096
 """Entries kept per cache of a reasoner (role and type lookups, parsed CI fields)."""
 
@@ -297,24 +308,10 @@ class CIReasoner:
     # -- roles ----------------------------------------------------------------------------
     @functools.cached_property
     def _protected(self) -> frozenset[str]:
-        graph = self.kb.attribute_graph
-        out: set[str] = set()
-        for term in self.catalogue.applicability.information:
-            if graph is not None and term in graph:
-                resolved = graph.resolve(term) or term
-                out.add(resolved)
-                out.update(graph.descendants(resolved))
-        return frozenset(out)
+        return _with_descendants(self.kb.attribute_graph, self.catalogue.applicability.information)
 
     def _bound_terms(self) -> frozenset[str]:
-        graph = self.kb.role_graph
-        out: set[str] = set()
-        for term in self.catalogue.applicability.senders:
-            if graph is not None and term in graph:
-                resolved = graph.resolve(term) or term
-                out.add(resolved)
-                out.update(t for t in graph.descendants(resolved) if t.strip())
-        return frozenset(out)
+        return _with_descendants(self.kb.role_graph, self.catalogue.applicability.senders)
 
     def _terms(
         self, graph: TaxonomyGraph | None, text: str | None, min_score: float
