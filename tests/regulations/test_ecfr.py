@@ -315,6 +315,21 @@ def test_cache_is_invalidated_by_a_changed_page(
     assert len(list((cache_env / "regulations").glob("ecfr-hipaa-*.pickle"))) == 1
 
 
+def test_cached_tree_names_the_pages_read_now(
+    shared_data: Path, cache_env: Path, tmp_path: Path
+) -> None:
+    # the cache is keyed by content: the same pages in another folder hit it, and the
+    # tree and report must then name that folder, not the one that filled the cache
+    first = _copy_data(shared_data, tmp_path / "first")
+    second = _copy_data(shared_data, tmp_path / "second")
+    load_ecfr_tree(first)
+    tree, report = load_ecfr(second)
+    assert len(list((cache_env / "regulations").glob("ecfr-hipaa-*.pickle"))) == 1
+    assert report.sources == [str(second / rel) for rel in ECFR_FILES]
+    assert str(first) not in tree.source
+    assert tree.source == "; ".join(str(second / rel) for rel in ECFR_FILES)
+
+
 def test_cache_damaged_file_is_rebuilt(shared_data: Path, cache_env: Path) -> None:
     load_ecfr_tree(shared_data)
     (cached,) = (cache_env / "regulations").glob("ecfr-hipaa-*.pickle")

@@ -657,7 +657,11 @@ def load_ecfr(
             and isinstance(payload.get("tree"), RegulationTree)
             and isinstance(payload.get("report"), EcfrReport)
         ):
-            return payload["tree"], payload["report"]
+            # the cache is keyed by content, not place: name the pages read now
+            tree, report = payload["tree"], payload["report"]
+            report.sources = [str(p) for p in paths]
+            tree.source = "; ".join(report.sources)
+            return tree, report
     except FileNotFoundError:
         pass
     except Exception:  # a damaged cache file is rebuilt, never trusted
