@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from privacy_ci.conductor import Corpus, Gate, load_corpus
+from tests._browser import browser
 from tests._shared import REPO, require_data
 
-__all__ = ["REPO"]
+__all__ = ["REPO", "browser"]
 
 # A relative PRIVACY_CI_DATA (CI passes ../shared/data) must survive tests that chdir.
 if os.environ.get("PRIVACY_CI_DATA"):
