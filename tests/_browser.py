@@ -4,7 +4,7 @@
 ``dev`` extra. Missing either skips the browser tests on a developer's machine and
 fails them in CI, like missing data (`tests._shared.missing`).
 
-Use the ``browser`` fixture (one Chromium per test session) and `open_page`, which
+Use the ``browser`` fixture (one Chromium per test module) and `open_page`, which
 records every request the page makes so a test can assert that a report or page
 reached nothing outside ``file://`` and loopback.
 """
@@ -72,9 +72,13 @@ class PageRequests:
         return out
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """One headless Chromium for the session (skip locally, fail in CI when absent)."""
+    """One headless Chromium per test module (skip locally, fail in CI when absent).
+
+    Module scope, not session: Playwright's sync API keeps an event loop running in the
+    thread while it is open, and a later test's `asyncio.run` would refuse to start.
+    """
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:

@@ -238,7 +238,7 @@ def test_kb_show_accepts_goldcoin_spellings() -> None:
 def test_attributes_by_meaning_find_health_terms() -> None:
     """`--semantic` (packaged MiniLM) puts HIV status under health data, where
     spelling alone lands on `social status`."""
-    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("onnxruntime")
     spelled = invoke("kb", "attributes", "HIV status")
     assert spelled["matching"] == "spelling" and spelled["matches"][0]["term"] == "social status"
     meant = invoke("kb", "attributes", "HIV status", "--semantic")

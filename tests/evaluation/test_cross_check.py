@@ -203,5 +203,8 @@ def test_the_report_shows_the_table_and_the_flagged_cases(
     page = written["html"].read_text()
     for text in ("Cross-check with the ci-reasoner", "Flagged cases", block["flagged_cases"][0]):
         assert text in md and text in page
+    # each flagged case's drill-down shows the conditions and their quoted evidence
+    assert "<strong>cross-check</strong>: the ci-reasoner says" in page
+    assert 'class="st-met">met</span>' in page and "“quote for for-treatment”" in page
     alone = build_report([loaded[1]], plots=False)
     assert not any("Cross-check" in t.title for s in alone.sections for t in s.tables)

@@ -45,8 +45,8 @@ def test_markdown_and_html(runs: list[Path], tmp_path: Path) -> None:
         assert title in md and title in page
     # the grid: methods as columns in the paper's order, models as rows, baselines beside
     header = next(line for line in md.splitlines() if line.startswith("| model (backend)"))
-    assert header == "| model (backend) | dp | cot-auto |"
-    assert "| openai-compatible:llama3 |" in md
+    assert re.sub(r" +", " ", header) == "| model (backend) | dp | cot-auto |"
+    assert re.search(r"^\| openai-compatible:llama3 +\|", md, re.M)
     assert "baseline: majority class (model-free)" in md
     assert "baseline: health-information rule (model-free)" in md
     assert "| unparsed |" in md  # the confusion matrices' unparsed column
@@ -63,6 +63,13 @@ def test_html_embeds_the_f1_plot_as_base64_png(runs: list[Path], tmp_path: Path)
     pngs = [p for k, p in written.items() if k.startswith("figure:")]
     assert pngs and pngs[0].read_bytes().startswith(b"\x89PNG")
     assert f"]({pngs[0].name})" in md
+    # the alt text states the data, in the report's words for the classes
+    alt = re.search(r'<img src="data:image/png;base64,[^"]+" alt="([^"]+)"', page)
+    assert alt is not None and alt.group(1).startswith("Bar chart of per-class F1 in percent")
+    assert re.search(
+        r"dp-double: dp · scripted-test-double:hash \(TEST DOUBLE\): Permit \d+", alt.group(1)
+    )
+    assert "Not applicable" in alt.group(1) and "not_applicable" not in alt.group(1)
     assert not re.search(r'(src|href)="(https?:)?//', page)
 
 

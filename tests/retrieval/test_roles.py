@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("sentence_transformers")
+pytest.importorskip("onnxruntime")
 
 from privacy_ci.ci import Flow
 from privacy_ci.knowledge import KnowledgeBase, load_knowledge_base

@@ -141,10 +141,14 @@ def _add_unauthorized_documents(store: DocumentStore, corpus: Corpus, n: int) ->
     return ids
 
 
+# queries whose words fill the unauthorized documents (also run through tests/adapters)
+LEAK_QUERIES = ["lipid panel cholesterol", "salary letter", "results", "Helen Marsh"]
+
+
 def test_responses_do_not_depend_on_unauthorized_documents(
     riverside: DocumentStore, corpus: Corpus
 ) -> None:
-    queries = ["lipid panel cholesterol", "salary letter", "results", "Helen Marsh"]
+    queries = LEAK_QUERIES
     with _client(riverside) as c:
         before = [
             c.post("/v1/retrieve", json={"query": q, "k": 10}, headers=DOCTOR).json()

@@ -259,6 +259,9 @@ def judge(
         help="Run the model-free ci-reasoner beside the method: its verdict, and a flag "
         "when its checklist does not support the model's.",
     ),
+    kb_dir: Path | None = typer.Option(
+        None, "--kb", help="A knowledge base folder built by `privacy-ci kb build`."
+    ),
     config_file: Path | None = ConfigOpt,
     as_json: bool = typer.Option(False, "--json", help="Print the judgment as JSON."),
 ) -> None:
@@ -299,6 +302,11 @@ def judge(
             "constrain": constrain,
             "reference_chars": reference_chars,
         }
+        if kb_dir is not None:  # the folder names its regulation
+            from privacy_ci.knowledge import read_kb_manifest
+
+            changes["kb"] = str(kb_dir)
+            changes["regulation"] = str(read_kb_manifest(kb_dir).get("regulation"))
         judge_config = JudgeConfig(**{n: v for n, v in changes.items() if v is not None})
         config = load_llm_config(
             llm_overrides(provider, model, base_url, temperature, max_tokens, None, None, no_cache),

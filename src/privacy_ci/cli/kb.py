@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -37,11 +38,20 @@ TreeOpt = typer.Option(
 )
 
 
-def _kb(regulation: str, tree: str = "ecfr") -> KnowledgeBase:
+KbDirOpt = typer.Option(
+    None,
+    "--kb",
+    help="A knowledge base folder built by `privacy-ci kb build` (default: the published KB).",
+)
+
+
+def _kb(regulation: str, tree: str = "ecfr", kb_dir: Path | None = None) -> KnowledgeBase:
     from privacy_ci.errors import PrivacyCIError
-    from privacy_ci.knowledge import load_knowledge_base
+    from privacy_ci.knowledge import load_kb_folder, load_knowledge_base
     from privacy_ci.regulations import get_regulation
 
+    if kb_dir is not None:  # the folder names its regulation and tree
+        return load_kb_folder(kb_dir)
     spec = get_regulation(regulation)  # an unknown key raises UnknownRegulation
     if tree not in ("ecfr", "published"):
         raise PrivacyCIError(f"--tree must be ecfr or published, not {tree!r}")
@@ -108,6 +118,7 @@ def stats(
         None, "--regulation", "-r", help="One regulation (default: every registered one)."
     ),
     tree: str = TreeOpt,
+    kb_dir: Path | None = KbDirOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Counts of each knowledge base beside the paper's section 3.4 figures."""
@@ -116,10 +127,14 @@ def stats(
         from privacy_ci.regulations import regulation_keys
 
         regs = [regulation] if regulation else list(regulation_keys())
+        if kb_dir is not None:
+            regs = [_kb("hipaa", tree, kb_dir).regulation]
         out: dict[str, Any] = {}
         for reg in regs:
-            kb = _kb(reg, tree)
+            kb = _kb(reg, tree, kb_dir)
             entry: dict[str, Any] = {"ours": kb.stats(), "tree_source": kb.sources.get("tree")}
+            if kb_dir is not None:
+                entry["kb_folder"] = str(kb_dir)
             if reg == "hipaa":
                 entry["paper"] = PAPER_STATS
                 entry["notes"] = PAPER_STATS_NOTES
@@ -196,6 +211,8 @@ def _norm_payload(kb: KnowledgeBase, node_id: str) -> dict[str, Any]:
             "recipient_is_subject": norm.recipient_is_subject.value,
             "references": [{"target": r.target_id, "kind": r.kind.value} for r in norm.references],
         }
+        if "provenance" in norm.raw:  # a built knowledge base: who annotated it
+            payload["norm"]["provenance"] = norm.raw["provenance"]
     payload["referenced_by_norms"] = [
         {"id": n.id, "kind": next(r.kind.value for r in n.references if r.target_id == node_id)}
         for n in kb.referenced_by(node_id)
@@ -207,11 +224,12 @@ def _norm_payload(kb: KnowledgeBase, node_id: str) -> dict[str, Any]:
 def show(
     node_id: str = typer.Argument(..., help="A node id, e.g. 164.502(a)(1)(iv)."),
     regulation: str = RegOpt,
+    kb_dir: Path | None = KbDirOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """A node: text, full specification, CI annotation, references, referenced-by."""
     with user_errors():
-        kb = _kb(regulation)
+        kb = _kb(regulation, kb_dir=kb_dir)
         p = _norm_payload(kb, _resolve_node(kb, node_id))
         if as_json:
             print_json(p)
@@ -237,6 +255,14 @@ def show(
                 console.print(f"  {key:22} {norm[key]}", markup=False, highlight=False)
             for ref in norm["references"]:
                 console.print(f"  reference {ref['target']} ({ref['kind']})", markup=False)
+            if "provenance" in norm:
+                prov = norm["provenance"]
+                console.print(
+                    f"  annotated by {prov.get('model')} (run {prov.get('run')},"
+                    f" draw {prov.get('draw')})",
+                    markup=False,
+                    highlight=False,
+                )
         if p["tree_references"]:
             console.print("cites: " + ", ".join(p["tree_references"]), markup=False)
         if p["tree_referenced_by"]:
@@ -249,12 +275,13 @@ def show(
 def refs(
     node_id: str = typer.Argument(..., help="A node id."),
     regulation: str = RegOpt,
+    kb_dir: Path | None = KbDirOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """What a node cites (annotated support/exception, and the tree's cross-references)
     and what cites it."""
     with user_errors():
-        kb = _kb(regulation)
+        kb = _kb(regulation, kb_dir=kb_dir)
         nid = _resolve_node(kb, node_id)
         p = _norm_payload(kb, nid)
         annotated = p["norm"]["references"] if p["norm"] else []
@@ -286,11 +313,16 @@ SemanticOpt = typer.Option(
 
 
 def _taxonomy(
-    kind: str, term: str, as_json: bool, semantic: bool = False, regulation: str = "hipaa"
+    kind: str,
+    term: str,
+    as_json: bool,
+    semantic: bool = False,
+    regulation: str = "hipaa",
+    kb_dir: Path | None = None,
 ) -> None:
     from privacy_ci.errors import PrivacyCIError
 
-    kb = _kb(regulation)
+    kb = _kb(regulation, kb_dir=kb_dir)
     graph = kb.role_graph if kind == "roles" else kb.attribute_graph
     if graph is None:
         raise PrivacyCIError(f"the {kb.regulation} knowledge base has no {kind} graph")
@@ -344,10 +376,11 @@ def _taxonomy_command(kind: str, doc: str) -> None:
         term: str = typer.Argument(...),
         semantic: bool = SemanticOpt,
         regulation: str = RegOpt,
+        kb_dir: Path | None = KbDirOpt,
         as_json: bool = JsonOpt,
     ) -> None:
         with user_errors():
-            _taxonomy(kind, term, as_json, semantic, regulation)
+            _taxonomy(kind, term, as_json, semantic, regulation, kb_dir)
 
     command.__doc__ = doc
     app.command(kind)(command)
@@ -365,13 +398,14 @@ _taxonomy_command(
 def define(
     term: str = typer.Argument(...),
     regulation: str = RegOpt,
+    kb_dir: Path | None = KbDirOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """A term's definition (exact, else the nearest defined terms with scores)."""
     with user_errors():
         from privacy_ci.errors import PrivacyCIError
 
-        kb = _kb(regulation)
+        kb = _kb(regulation, kb_dir=kb_dir)
         if kb.definitions is None:
             raise PrivacyCIError(f"{regulation}: no definitions loaded")
         matches = kb.definitions.lookup(term, min_score=0.4)
@@ -542,6 +576,7 @@ def conditions(
         "Without it: every entry and the grounds of non-applicability.",
     ),
     regulation: str = RegOpt,
+    kb_dir: Path | None = KbDirOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """The condition catalogue the model-free reasoner checks narratives against."""
@@ -549,7 +584,8 @@ def conditions(
         from privacy_ci.errors import PrivacyCIError
         from privacy_ci.reasoning import load_catalogue
 
-        catalogue = load_catalogue(_kb(regulation).regulation)
+        kb = _kb(regulation, kb_dir=kb_dir)
+        catalogue = load_catalogue(kb.regulation, kb)
         if item is None:
             _list_catalogue(catalogue, as_json)
             return
@@ -629,3 +665,7 @@ def _list_catalogue(catalogue: Catalogue, as_json: bool) -> None:
     console.print("[bold]Not applicable when[/]", highlight=False)
     for g in app_.grounds:
         console.print(f"  {g.id} ({g.paragraph}): {g.question}", markup=False, highlight=False)
+
+
+# `kb build` and `kb compare` live in their own module, registered on this app
+from privacy_ci.cli import kb_build as _kb_build  # noqa: E402,F401

@@ -229,13 +229,20 @@ def report_command(
         False, "--partial", help="Analyse unfinished runs (missing labels count as failed)."
     ),
     markdown: Path | None = typer.Option(None, "--markdown", help="Also write a Markdown file."),
+    html_out: Path | None = typer.Option(
+        None,
+        "--html",
+        help="Also write one self-contained HTML page with the paper's Figures 2 and 3.",
+    ),
     corpus_dir: Path | None = RunCorpusOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Tables VII-IX, attribution and controls for labeling runs (and label files).
 
     Documents without an authored label are listed as drafted (or failed), never
-    compared. Label files are read against --corpus, else the first run's corpus."""
+    compared. Label files are read against --corpus, else the first run's corpus.
+    --html draws Fig. 2 (over- vs under-granting per draw) and Fig. 3 (decisions that
+    change between draws, and those the authored policy denies)."""
     with user_errors():
         from privacy_ci.conductor import load_corpus, load_labels
         from privacy_ci.errors import PrivacyCIError
@@ -258,15 +265,27 @@ def report_command(
             analyze_run(run, corpus, allow_partial=partial)
             for run, corpus in zip([*folders, *files], corpora, strict=True)
         ]
+        written = []
         if markdown is not None:
             markdown.parent.mkdir(parents=True, exist_ok=True)
             markdown.write_text(markdown_report(reports), encoding="utf-8")
+            written.append(markdown)
+        if html_out is not None:
+            from privacy_ci.labeling._html import html_report
+
+            page = html_report(reports)
+            try:
+                html_out.parent.mkdir(parents=True, exist_ok=True)
+                html_out.write_text(page, encoding="utf-8")
+            except OSError as exc:
+                raise PrivacyCIError(f"cannot write {html_out}: {exc.strerror}") from None
+            written.append(html_out)
         if as_json:
             print_json({"configurations": [r.as_dict() for r in reports]})
         else:
             render_reports(reports)
-            if markdown is not None:
-                console.print(f"wrote {markdown}", markup=False, highlight=False)
+            for path in written:
+                console.print(f"wrote {path}", markup=False, highlight=False)
 
 
 @app.command("export")

@@ -19,6 +19,7 @@ from privacy_ci.cli import (
     kb,
     label,
     llm,
+    mcp_server,
     retrieval,
     serve,
     store,
@@ -44,6 +45,7 @@ app.command(name="serve")(serve.serve)
 app.add_typer(store.app, name="store")
 app.add_typer(audit.app, name="audit")
 app.add_typer(tokens.app, name="token")
+app.add_typer(mcp_server.app, name="mcp")
 app.command(name="demo")(demo.demo)
 app.command(name="retrieve")(retrieval.retrieve_command)
 app.add_typer(retrieval.app, name="retrieval")

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import typer
@@ -33,9 +34,11 @@ _DATASETS_HELP = (
 )
 
 
-def _kb(regulation: str) -> KnowledgeBase:
-    from privacy_ci.knowledge import load_knowledge_base
+def _kb(regulation: str, kb_dir: Path | None = None) -> KnowledgeBase:
+    from privacy_ci.knowledge import load_knowledge_base, open_knowledge_base
 
+    if kb_dir is not None:  # a folder built by `kb build`; it must be `regulation`'s
+        return open_knowledge_base(regulation, kb_dir)
     return load_knowledge_base(regulation)  # an unknown key raises UnknownRegulation
 
 
@@ -57,6 +60,58 @@ def _build(names: list[str], kb: KnowledgeBase, model: str | None, strict: bool)
     return out
 
 
+@app.command("warm")
+def warm_command(
+    regulation: list[str] = typer.Option(
+        ["hipaa"], "--regulation", help=_REGULATIONS_HELP + " Repeatable."
+    ),
+    retriever: list[str] = typer.Option(
+        ["hybrid"],
+        "--retriever",
+        "-r",
+        help="The retrievers to build and cache (repeatable; hybrid builds its members).",
+    ),
+    model: str | None = typer.Option(
+        None, "--embedder", "--model", help="Embedding model: minilm (default), mpnet or a folder."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Build and cache the retrieval indexes (the one-time embedding), so that the first
+    query is fast; `make demo` runs it."""
+    with user_errors():
+        import time
+
+        from privacy_ci.retrieval import build_retriever
+
+        rows: list[dict[str, Any]] = []
+        for reg in regulation:
+            kb = _kb(reg)
+            for name in retriever:
+                _note_first_embedding(name, reg)
+                start = time.perf_counter()
+                built = build_retriever(name, kb, model=model)
+                seconds = time.perf_counter() - start
+                members = getattr(built, "retrievers", None) or [built]
+                cached = all(getattr(m, "loaded_from_cache", True) for m in members)
+                rows.append(
+                    {
+                        "regulation": reg,
+                        "retriever": built.name,
+                        "seconds": round(seconds, 3),
+                        "from_cache": cached,
+                    }
+                )
+        if as_json:
+            print_json({"warmed": rows})
+            return
+        for row in rows:
+            how = "already cached" if row["from_cache"] else "built and cached"
+            console.print(
+                f"{row['regulation']} {row['retriever']}: {how} in {row['seconds']:.1f} s",
+                highlight=False,
+            )
+
+
 @app.command("eval")
 def eval_command(
     dataset: str = typer.Option(
@@ -75,7 +130,11 @@ def eval_command(
     ),
     query: str = typer.Option("text", "--query", "-q", help="text (case text) | ci (+ CI fields)"),
     model: str | None = typer.Option(
-        None, "--model", help="Embedding model name or folder (default: packaged MiniLM)."
+        None,
+        "--embedder",
+        "--model",
+        help="Embedding model: minilm (default), mpnet (the paper's all-mpnet-base-v2, "
+        "from its PyPI packages) or a local folder.",
     ),
     limit: int | None = typer.Option(None, "--limit", help="Only the first N cases."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON rows keyed by retriever."),
@@ -174,7 +233,12 @@ def retrieve_command(
         help="bm25-paper | bm25-plus | dense | dense-paper | roles | hybrid",
     ),
     k: int = typer.Option(10, "-k", help="How many regulations."),
-    model: str | None = typer.Option(None, "--model", help="Embedding model name or folder."),
+    model: str | None = typer.Option(
+        None, "--embedder", "--model", help="Embedding model: minilm, mpnet or a folder."
+    ),
+    kb_dir: Path | None = typer.Option(
+        None, "--kb", help="A knowledge base folder built by `privacy-ci kb build`."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """The regulations most relevant to a described information flow."""
@@ -182,7 +246,11 @@ def retrieve_command(
         from privacy_ci.retrieval import build_retriever, check_k
 
         check_k(k)
-        kb = _kb(regulation)
+        if kb_dir is not None:  # the folder names its regulation
+            from privacy_ci.knowledge import read_kb_manifest
+
+            regulation = str(read_kb_manifest(kb_dir).get("regulation", regulation))
+        kb = _kb(regulation, kb_dir)
         _note_first_embedding(retriever, regulation)
         ret = build_retriever(retriever, kb, model=model)
         hits = ret.retrieve(query, k)
@@ -236,7 +304,7 @@ def _note_first_embedding(retriever: str, regulation: str) -> None:
     folder = retrieval_cache_dir("dense")
     if not any(folder.glob(f"{regulation}-*/embeddings.npy")):
         err_console.print(
-            f"embedding the {regulation} regulation once (about a minute on a CPU); "
+            f"embedding the {regulation} regulation once (seconds to a minute on a CPU); "
             f"cached in {folder}",
             markup=False,
             highlight=False,

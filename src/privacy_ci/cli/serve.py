@@ -13,6 +13,8 @@ import typer
 from privacy_ci.cli._common import console, escape, user_errors
 from privacy_ci.cli._store_common import DbOpt
 
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
 
 def serve(
     db: str = DbOpt,
@@ -52,9 +54,16 @@ def serve(
     max_event_chars: int = typer.Option(
         8000, "--max-event-chars", min=100, help="Longest event /v1/judge accepts."
     ),
+    cookie_secure: bool | None = typer.Option(
+        None,
+        "--cookie-secure/--no-cookie-secure",
+        help="Mark the review page's session cookie Secure (HTTPS only). Default: on unless"
+        " --host is a loopback address; turn it on behind a TLS proxy.",
+    ),
     log_level: str = typer.Option("info", "--log-level", help="uvicorn log level."),
 ) -> None:
-    """Serve the Privacy Conductor HTTP API (decide, retrieve, ask, judge, labels) with uvicorn."""
+    """Serve the Privacy Conductor HTTP API (decide, retrieve, ask, judge, labels) and the
+    Policy Authority's label review page (/review) with uvicorn."""
     with user_errors():
         from privacy_ci.assistant import DenialMode
         from privacy_ci.errors import PrivacyCIError
@@ -72,10 +81,12 @@ def serve(
             model_queue=model_queue,
             model_timeout_s=model_timeout,
             max_event_chars=max_event_chars,
+            cookie_secure=(host not in LOOPBACK) if cookie_secure is None else cookie_secure,
         )
         mode = "explaining denials (not for production)" if explain_denials else "denials hidden"
         console.print(
-            f"serving {escape(db)} on http://{escape(host)}:{port} (OpenAPI: /docs); {mode}",
+            f"serving {escape(db)} on http://{escape(host)}:{port} (OpenAPI: /docs, label"
+            f" review: /review); {mode}",
             highlight=False,
         )
         serve_forever(

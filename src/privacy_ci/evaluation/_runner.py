@@ -7,9 +7,9 @@ A run lives in one folder:
   hashes, the knowledge-base hash: together the run's *identity*), with which
   code (``privacy_ci.__version__``, git commit), when (one entry per session) and
   the LLM usage of each session. Written atomically (temp file + rename).
-* ``records.jsonl``: ONE line per judged case (case id, gold, verdict, parsed,
-  error, cited ids, backend, rationale, every step record: prompt, raw output,
-  parsed result, retrieved ids, tokens, latency), appended, flushed and fsynced
+* ``records.jsonl``: ONE line per judged case (case id, the case's text, gold,
+  verdict, parsed, error, cited ids, backend, rationale, every step record: prompt,
+  raw output, parsed result, retrieved ids, tokens, latency), appended, flushed and fsynced
   as each case finishes, so a killed run loses at most the cases in flight.
 * ``metrics.json``: the scores (`score_run`) with the model-free baselines on the
   same cases, written when every case is judged.
@@ -103,6 +103,7 @@ def _record(
     return {
         "case_id": case.id,
         "index": index,
+        "text": case.text,  # for the report's drill-down (older records lack it)
         "gold": case.label.value,
         "verdict": data["verdict"],
         "parsed": judgment.verdict is not None,

@@ -40,6 +40,8 @@ class JudgeConfig:
         checklist_norms: ``checklist-qa`` asks the model about at most this many
             candidate norms with conditions (one call each, best-matching first).
         regulation: the knowledge base loaded when none is given.
+        kb: a knowledge base folder built by ``privacy-ci kb build`` to load instead of
+            the regulation's published one (its regulation must be `regulation`).
         no_reference: the ``<reference_regulations>`` text when no regulation was kept.
     """
 
@@ -55,6 +57,7 @@ class JudgeConfig:
     checklist_norms: int = 4
     regulation: str = "hipaa"
     no_reference: str = "None"
+    kb: str | None = None
 
     def __post_init__(self) -> None:
         positive = (

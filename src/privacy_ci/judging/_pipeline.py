@@ -115,9 +115,9 @@ class PipelineContext:
             DataMissingError: the regulation's data files are missing.
         """
         if self.kb is None:
-            from privacy_ci.knowledge import load_knowledge_base
+            from privacy_ci.knowledge import open_knowledge_base
 
-            self.kb = load_knowledge_base(self.config.regulation)
+            self.kb = open_knowledge_base(self.config.regulation, self.config.kb)
         return self.kb
 
 

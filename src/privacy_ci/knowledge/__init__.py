@@ -9,6 +9,8 @@
 * `KnowledgeBase` and `load_knowledge_base(key)` for any regulation of the registry
   (`privacy_ci.regulations.regulations`; built in: ``hipaa``, ``gdpr``, ``ai_act``),
   with `PAPER_STATS` (section 3.4 as printed) for comparison.
+* `load_kb_folder` / `open_knowledge_base`: a knowledge base folder built by
+  ``privacy-ci kb build`` (``kb.json`` + the published formats).
 """
 
 from privacy_ci.knowledge._definitions import (
@@ -21,6 +23,14 @@ from privacy_ci.knowledge._definitions import (
     load_definitions,
     load_flat_definitions,
     load_hipaa_definitions,
+)
+from privacy_ci.knowledge._folder import (
+    KB_FOLDER_FILE,
+    KB_FOLDER_FORMAT,
+    is_kb_folder,
+    load_kb_folder,
+    open_knowledge_base,
+    read_kb_manifest,
 )
 from privacy_ci.knowledge._graphs import (
     AttributeGraph,
@@ -79,6 +89,8 @@ __all__ = [
     "CONSENT_FORMS",
     "DEFINITION_FILES",
     "KB_FILES",
+    "KB_FOLDER_FILE",
+    "KB_FOLDER_FORMAT",
     "PAPER_STATS",
     "PAPER_STATS_NOTES",
     "PRIVACI_FIELDS",
@@ -109,12 +121,14 @@ __all__ = [
     "clean_text",
     "definition_key",
     "exact_resolver",
+    "is_kb_folder",
     "is_placeholder",
     "load_attribute_graph",
     "load_checklist_kb",
     "load_definitions",
     "load_flat_definitions",
     "load_hipaa_definitions",
+    "load_kb_folder",
     "load_knowledge_base",
     "load_privaci_kb",
     "load_role_graph",
@@ -124,6 +138,8 @@ __all__ = [
     "normalise_reference_kind",
     "normalise_scalar",
     "normalise_ternary",
+    "open_knowledge_base",
+    "read_kb_manifest",
     "similarity",
     "term_key",
     "term_tokens",

@@ -96,9 +96,10 @@ CHECKLIST_FIELDS: frozenset[str] = frozenset(
         "recipient_is_subject",
     }
 )
-"""Required fields of a `kb_annotated.json` entry (``gpt_response`` is optional)."""
+"""Required fields of a `kb_annotated.json` entry (``gpt_response`` is optional, and so
+is ``provenance``, which a knowledge base built by `privacy-ci kb build` adds)."""
 
-_CHECKLIST_OPTIONAL = frozenset({"gpt_response"})
+_CHECKLIST_OPTIONAL = frozenset({"gpt_response", "provenance"})  # provenance: built KBs
 
 PRIVACI_FIELDS: frozenset[str] = frozenset(
     {

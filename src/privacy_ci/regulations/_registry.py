@@ -132,6 +132,9 @@ class RegulationSpec:
         sources: manifest entries (`privacy_ci.data.Source`) of this regulation's
             files that the built-in manifest does not list, so that
             ``privacy-ci data fetch/verify/status`` cover them.
+        definition_sections: the tree nodes whose children define the regulation's
+            terms (``160.103``, ``Article 4``): `privacy-ci kb build` reads its
+            definition dictionary from them.
     """
 
     key: str
@@ -153,6 +156,7 @@ class RegulationSpec:
     cases: RegulationCases | None = None
     datasets: tuple[str, ...] = ()
     sources: tuple[Source, ...] = ()
+    definition_sections: tuple[str, ...] = ()
 
     def problems(self) -> list[str]:
         """What is wrong with this entry (empty when it can be registered).
@@ -409,6 +413,7 @@ def _privaci_bench(
     titles: tuple[str, ...],
     task: CaseTask,
     cases: str,
+    definition_sections: tuple[str, ...] = (),
 ) -> RegulationSpec:
     """A PrivaCI-Bench regulation: its law tree, KB, (fork) definitions and cases."""
     return RegulationSpec(
@@ -421,6 +426,7 @@ def _privaci_bench(
         definitions=f"law_trees/definitions/{key}.json",
         ids=ids,
         cases=RegulationCases(f"cases/privaci_bench/{key}.jsonl", task, cases, "PrivaCI-Bench"),
+        definition_sections=definition_sections,
     )
 
 
@@ -447,6 +453,7 @@ for _spec in (
             "Privacy Conductor section V-G (external policy authority)",
         ),
         datasets=("real", "synthetic"),
+        definition_sections=("160.103", "164.103", "164.304", "164.501"),
     ),
     _privaci_bench(
         "gdpr",
@@ -456,6 +463,7 @@ for _spec in (
         ("GDPR", "General Data Protection Regulation"),
         "compliance",
         "PrivaCI-Bench GDPR, 3137 enforcement-decision flows, permit vs prohibit",
+        ("Article 4",),
     ),
     _privaci_bench(
         "ai_act",
@@ -465,6 +473,7 @@ for _spec in (
         ("AI Act", "Artificial Intelligence Act"),
         "three_way",
         "PrivaCI-Bench EU AI Act, 3000 generated flows, three-way",
+        ("EU_AI_ACT.chapter1.article3",),
     ),
 ):
     register_regulation(_spec)

@@ -8,8 +8,9 @@
 * `BM25Retriever` on bm25s, with the presets `bm25_leaves` (``bm25-leaves``: equations
   1-2 over the tree's leaves) and `bm25_plus` (``bm25-plus``: stemming, stop words,
   full specifications with CI annotations, tree-aware ranking).
-* `DenseRetriever`: Sentence Transformers cosine similarity (default the packaged
-  all-MiniLM-L6-v2; the paper's all-mpnet-base-v2 if available locally).
+* `DenseRetriever`: cosine similarity of sentence embeddings (`privacy_ci.embeddings`:
+  ONNX Runtime by default; the packaged all-MiniLM-L6-v2, or the paper's
+  all-mpnet-base-v2 from its PyPI packages).
 * `RoleKeywordRetriever`: CI-ES, norms whose roles match the case's roles
   (embeddings plus the role graph).
 * `verify_ids`: normalise and validate the ids an LLM writes (agent-based retrieval).
@@ -19,8 +20,8 @@
 * `evaluate_retrieval` / `evaluate_many`: recall@k, any-hit@k, MRR and nDCG@10
   against gold ids with the subtree hit rule; `load_eval_cases` for the datasets.
 
-torch and sentence-transformers are imported only when a dense or role
-retriever is built.
+The embedding runtime (onnxruntime, or torch for the torch backend) is imported only
+when a dense or role retriever is built.
 """
 
 from privacy_ci.retrieval._base import (

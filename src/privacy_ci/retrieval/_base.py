@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from privacy_ci.ci import CHARACTERISTICS, Flow
+from privacy_ci.embeddings._errors import ModelUnavailableError as _EmbeddingModelUnavailable
 from privacy_ci.errors import PrivacyCIError
 
 if TYPE_CHECKING:
@@ -62,8 +63,9 @@ class EmptyQueryError(RetrievalError, ValueError):
     """
 
 
-class ModelUnavailableError(RetrievalError):
-    """An embedding model is not installed or not available locally (no downloads)."""
+# an embedding model that is not installed: the embeddings package's error, one class
+# for retrieval, the graphs and the store
+ModelUnavailableError = _EmbeddingModelUnavailable
 
 
 @dataclass(frozen=True, slots=True)

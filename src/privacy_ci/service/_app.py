@@ -29,6 +29,9 @@ too large, 422 for a malformed body (naming each field), 429/503 with
 ``Retry-After``, 504 for a model past its deadline, 400 for other user errors.
 A 5xx names no server path or internal detail (those go to the server log).
 
+The Policy Authority's review page (``/review``, HTML) is `privacy_ci.service._review`:
+the same token identity and authority checks, with a cookie for browsers.
+
 The gate endpoints are coroutines that call the store directly: a store call is
 short and the store serialises its connection anyway (the model work runs in
 tasks and worker threads, off the event loop).
@@ -51,16 +54,17 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from privacy_ci import __version__
 from privacy_ci.assistant import Answer, Assistant, DenialMode
-from privacy_ci.conductor import POLICY_AUTHORITY_ROLE, Requester
 from privacy_ci.errors import DataMissingError, PrivacyCIError, ValidationFailed
 from privacy_ci.llm import ContextOverflowError, GenerationSettings, LLMClient
 from privacy_ci.service._auth import (
     MAX_TOKEN_LIFETIME_S,
     AuthError,
+    Caller,
     Forbidden,
     TokenCache,
     TokenClaims,
     requester_from_claims,
+    require_authority,
 )
 from privacy_ci.service._guard import RequestGuard
 from privacy_ci.service._limits import (
@@ -93,9 +97,11 @@ from privacy_ci.service._models import (
     RetrieveResponse,
     StatusResponse,
 )
+from privacy_ci.service._review import review_router
 from privacy_ci.store import (
     DocumentStore,
     FlowDecision,
+    LabelConflict,
     StoreError,
     UnknownDocument,
     decide_batch_for,
@@ -140,6 +146,8 @@ class ServiceSettings:
         model_timeout_s: a model job's deadline.
         max_event_chars: the longest event ``/v1/judge`` accepts (it must fit the
             model's context with the method's prompt and retrieved text).
+        cookie_secure: mark the review page's session cookie ``Secure`` (sent over
+            HTTPS only): on whenever the service is reached over TLS.
     """
 
     jwt_key: bytes
@@ -158,6 +166,7 @@ class ServiceSettings:
     model_queue: int = 8
     model_timeout_s: float = 120.0
     max_event_chars: int = 8000
+    cookie_secure: bool = False
 
     def __post_init__(self) -> None:
         if DenialMode(self.denial_mode) is DenialMode.EXPLAIN and not self.explain_denials:
@@ -213,6 +222,8 @@ def _status_of(exc: PrivacyCIError) -> int:
         return 403
     if isinstance(exc, UnknownDocument):
         return 404
+    if isinstance(exc, LabelConflict):
+        return 409
     if isinstance(exc, TooLarge):
         return 413
     if isinstance(exc, ValidationFailed):
@@ -255,18 +266,6 @@ async def _claims(
     return tokens.verify(credentials.credentials)
 
 
-@dataclass(frozen=True)
-class Caller:
-    """A verified token and the requester the store says it stands for."""
-
-    claims: TokenClaims
-    requester: Requester
-
-    @property
-    def id(self) -> str:
-        return self.requester.id
-
-
 async def _caller(request: Request, claims: Annotated[TokenClaims, Depends(_claims)]) -> Caller:
     """Resolve the token against the store: agent, role and context (403 otherwise)."""
     store: DocumentStore = request.app.state.store
@@ -279,18 +278,7 @@ async def _caller(request: Request, claims: Annotated[TokenClaims, Depends(_clai
 
 async def _authority(caller: Annotated[Caller, Depends(_caller)]) -> Caller:
     """The caller, only when the store makes it the Policy Authority (403 otherwise)."""
-    if caller.requester.active_role != POLICY_AUTHORITY_ROLE:
-        raise Forbidden(
-            f"this endpoint is for the Policy Authority: agent {caller.id!r} acts as"
-            f" {caller.requester.active_role!r}; it needs a token acting in the role"
-            f" {POLICY_AUTHORITY_ROLE!r}, which the store must record for the agent"
-        )
-    if not caller.claims.authority:
-        raise Forbidden(
-            "this endpoint is for the Policy Authority: the token needs the claim"
-            " 'authority: true' (privacy-ci token mint --authority)"
-        )
-    return caller
+    return require_authority(caller)
 
 
 Who = Annotated[Caller, Depends(_caller)]
@@ -372,6 +360,7 @@ def create_app(store: DocumentStore, settings: ServiceSettings) -> FastAPI:
         max_body_bytes=settings.max_body_bytes,
         public_paths=PUBLIC_PATHS,
     )
+    app.include_router(review_router(store, tokens, cookie_secure=settings.cookie_secure))
 
     @app.exception_handler(PrivacyCIError)
     async def _user_error(request: Request, exc: PrivacyCIError) -> JSONResponse:

@@ -21,7 +21,7 @@ from typing import Any
 
 import jwt
 
-from privacy_ci.conductor import Requester
+from privacy_ci.conductor import POLICY_AUTHORITY_ROLE, Requester
 from privacy_ci.errors import PrivacyCIError
 from privacy_ci.store import RoleNotHeld, Snapshot, UnknownAgent
 
@@ -292,3 +292,37 @@ def requester_from_claims(snapshot: Snapshot, claims: TokenClaims) -> Requester:
         return snapshot.requester(claims.sub, claims.role, claims.context)
     except (UnknownAgent, RoleNotHeld) as exc:
         raise Forbidden(str(exc)) from None
+
+
+@dataclass(frozen=True)
+class Caller:
+    """A verified token and the requester the store says it stands for."""
+
+    claims: TokenClaims
+    requester: Requester
+
+    @property
+    def id(self) -> str:
+        return self.requester.id
+
+
+def require_authority(caller: Caller) -> Caller:
+    """The caller, only when the store makes it the Policy Authority (403 otherwise):
+    it acts in the role ``Policy Authority`` (which `requester_from_claims` checked the
+    store records for it) and its token carries ``authority: true``.
+
+    Raises:
+        Forbidden: either is missing.
+    """
+    if caller.requester.active_role != POLICY_AUTHORITY_ROLE:
+        raise Forbidden(
+            f"this endpoint is for the Policy Authority: agent {caller.id!r} acts as"
+            f" {caller.requester.active_role!r}; it needs a token acting in the role"
+            f" {POLICY_AUTHORITY_ROLE!r}, which the store must record for the agent"
+        )
+    if not caller.claims.authority:
+        raise Forbidden(
+            "this endpoint is for the Policy Authority: the token needs the claim"
+            " 'authority: true' (privacy-ci token mint --authority)"
+        )
+    return caller

@@ -107,6 +107,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--explain-denials", action="store_true")
     parser.add_argument("--model-slots", type=int, default=2)
     parser.add_argument("--model-queue", type=int, default=8)
+    parser.add_argument("--cookie-secure", action="store_true", help="review cookie: HTTPS only")
     parser.add_argument("--log-level", default="warning")
     args = parser.parse_args(argv)
     from privacy_ci.service._app import ServiceSettings
@@ -118,6 +119,7 @@ def main(argv: list[str] | None = None) -> None:
             explain_denials=args.explain_denials,
             model_slots=args.model_slots,
             model_queue=args.model_queue,
+            cookie_secure=args.cookie_secure,
         )
         serve_forever(
             args.db,

@@ -17,7 +17,13 @@ from privacy_ci.store._agents import AgentRecord, RoleNotHeld, UnknownAgent
 from privacy_ci.store._audit import AuditEntry, AuditRecord, AuditReport, verify_records
 from privacy_ci.store._audit_log import AuditLog
 from privacy_ci.store._history import HistoryEntry
-from privacy_ci.store._labels import LabelRecord, LabelState, UnknownDocument
+from privacy_ci.store._labels import (
+    LabelConflict,
+    LabelRecord,
+    LabelState,
+    PriorLabel,
+    UnknownDocument,
+)
 from privacy_ci.store._load import load_corpus_into
 from privacy_ci.store._ranking import (
     BM25Ranker,
@@ -40,6 +46,16 @@ from privacy_ci.store._retrieval import (
     decide_label,
     retrieve_for,
 )
+from privacy_ci.store._review import (
+    AccessChange,
+    AccessDiff,
+    BulkApprovalRefused,
+    PendingReview,
+    Principal,
+    ReviewOutcome,
+    ReviewVerdict,
+    access_diff,
+)
 from privacy_ci.store._snapshot import Snapshot
 from privacy_ci.store._sql import StoreError, parse_url
 from privacy_ci.store._store import DocumentStore
@@ -47,6 +63,8 @@ from privacy_ci.store._store import DocumentStore
 __all__ = [
     "BATCH_DECISION",
     "MAX_K",
+    "AccessChange",
+    "AccessDiff",
     "AdmittedDocument",
     "AgentRecord",
     "AuditEntry",
@@ -54,6 +72,7 @@ __all__ = [
     "AuditRecord",
     "AuditReport",
     "BM25Ranker",
+    "BulkApprovalRefused",
     "DocumentStore",
     "Embedder",
     "EmbeddingRanker",
@@ -61,8 +80,14 @@ __all__ = [
     "GatedRetrieval",
     "HashingEmbedder",
     "HistoryEntry",
+    "LabelConflict",
     "LabelRecord",
     "LabelState",
+    "PendingReview",
+    "Principal",
+    "PriorLabel",
+    "ReviewOutcome",
+    "ReviewVerdict",
     "RoleNotHeld",
     "Snapshot",
     "StoreError",
@@ -70,6 +95,7 @@ __all__ = [
     "UnknownDocument",
     "Withheld",
     "WithheldDocuments",
+    "access_diff",
     "batch_decisions",
     "decide_batch_for",
     "decide_for",

@@ -5,6 +5,13 @@ A label is ``proposed`` (drafted, e.g. by a model: it grants nothing), ``approve
 Proposing, editing (an edit makes the label ``proposed`` again, so it must be
 re-approved), approving and revoking each bump the label's version and record
 the change, with who and when, in the history.
+
+Review. A proposal is approved (as proposed, or edited by the authority first:
+`approve_edited_label`) or rejected (`reject_label`): rejecting restores the
+label as it stood before the proposal (`label_before_proposal`, read from the
+history), or revokes a label that was never anything but proposed. Each of these
+takes the version the reviewer saw; a label changed since is refused
+(`LabelConflict`), so nobody approves what they did not see.
 """
 
 from __future__ import annotations
@@ -33,6 +40,11 @@ class LabelState(StrEnum):
     PROPOSED = "proposed"
     APPROVED = "approved"
     REVOKED = "revoked"
+
+
+class LabelConflict(PrivacyCIError):
+    """A review that no longer applies: the label changed since the reviewer saw that
+    version, or it is not awaiting review (HTTP 409)."""
 
 
 class UnknownDocument(PrivacyCIError):
@@ -119,6 +131,70 @@ def read_label(db: Database, doc_id: str) -> LabelRecord:
     return label_record(row)
 
 
+@dataclass(frozen=True)
+class PriorLabel:
+    """A label as it stood before the proposal now awaiting review.
+
+    Args:
+        body: its fields as stored then.
+        label: the validated label (None when that body does not validate).
+        state: ``approved`` or ``revoked``.
+        version: its version then.
+    """
+
+    body: dict[str, Any]
+    label: Label | None
+    state: LabelState
+    version: int
+
+    @property
+    def in_force(self) -> Label | None:
+        """The label the gate applied before the proposal (None: it granted nothing)."""
+        return self.label if self.state is LabelState.APPROVED else None
+
+
+def _validated(body: dict[str, Any]) -> Label | None:
+    try:
+        return Label.model_validate(body)
+    except ValidationError:
+        return None
+
+
+def label_before_proposal(db: Database, doc_id: str) -> PriorLabel | None:
+    """The label of `doc_id` before its current run of proposals, from the history.
+
+    Every change of a label is in the history (proposals and edits with the body,
+    approvals and revocations with the state, rejections with what they restored),
+    so replaying it gives the last approved or revoked version before the label
+    became ``proposed``.
+
+    Returns:
+        That version, or None when the label was never anything but proposed.
+    """
+    rows = db.query(
+        "SELECT action, detail FROM history WHERE target_kind = 'label' AND target = ?"
+        " ORDER BY seq",
+        (doc_id,),
+    )
+    body: dict[str, Any] | None = None
+    state: str | None = None
+    version = 0
+    prior: PriorLabel | None = None
+    for action, detail_text in rows:
+        detail = json.loads(detail_text)
+        if action in ("propose", "edit"):
+            if body is not None and state in (LabelState.APPROVED, LabelState.REVOKED):
+                prior = PriorLabel(body, _validated(body), LabelState(state), version)
+            elif state is None:
+                prior = None
+            body = detail.get("label", body)
+        elif action == "reject":
+            body = detail.get("label", body)
+        state = detail.get("state", state)
+        version = int(detail.get("version", version))
+    return prior if state == LabelState.PROPOSED else None
+
+
 class LabelsMixin(StoreBase):
     """`DocumentStore`'s labels and their lifecycle."""
 
@@ -140,13 +216,7 @@ class LabelsMixin(StoreBase):
         Raises:
             ValidationFailed: the label does not validate.
         """
-        if not isinstance(label, Label):
-            try:
-                label = Label.model_validate(label)
-            except ValidationError as exc:
-                raise ValidationFailed(
-                    format_validation_error("label", "proposed label", exc)
-                ) from None
+        label = self._checked_label(label, "proposed label")
         body = label.model_dump(mode="json")
         with self.db.write() as db:
             row = db.query_one("SELECT version FROM labels WHERE doc_id = ?", (label.doc_id,))
@@ -169,14 +239,116 @@ class LabelsMixin(StoreBase):
             )
             return read_label(db, label.doc_id)
 
-    def approve_label(self, doc_id: str, by: str, note: str = "") -> LabelRecord:
+    def approve_label(
+        self, doc_id: str, by: str, note: str = "", *, version: int | None = None
+    ) -> LabelRecord:
         """Approve a label (the Policy Authority's act): from now on it grants access.
+
+        Args:
+            doc_id: the document.
+            by: who approves.
+            note: why.
+            version: the proposal the reviewer saw: the label must still be
+                ``proposed`` at exactly this version (None: approve whatever is stored).
 
         Raises:
             UnknownDocument: no label with that id.
             ValidationFailed: the stored label does not validate.
+            LabelConflict: `version` is given and the label is not that proposal.
         """
-        return self._set_state(doc_id, LabelState.APPROVED, by, note)
+        return self._set_state(doc_id, LabelState.APPROVED, by, note, version)
+
+    def approve_edited_label(
+        self, label: Label | Mapping[str, Any], by: str, note: str = "", *, version: int
+    ) -> LabelRecord:
+        """Edit a proposal and approve the edit, in one transaction (the history shows
+        both: an ``edit`` and an ``approve`` by the reviewer).
+
+        Args:
+            label: the label as the reviewer edited it (its ``doc_id`` names the proposal).
+            by: who edits and approves.
+            note: why.
+            version: the proposal the reviewer edited (it must still be ``proposed``
+                at this version).
+
+        Raises:
+            UnknownDocument: no label with that id.
+            ValidationFailed: the edited label does not validate.
+            LabelConflict: the label is not that proposal any more.
+        """
+        checked = self._checked_label(label, "edited label")
+        with self.db.write() as db:
+            current = self._pending(db, checked.doc_id, version)
+            if checked.model_dump(mode="json") != current.body:  # an unchanged edit is no edit
+                self.propose_label(checked, by, note)
+            return self._set_state(checked.doc_id, LabelState.APPROVED, by, note)
+
+    def reject_label(
+        self, doc_id: str, by: str, note: str = "", *, version: int | None = None
+    ) -> LabelRecord:
+        """Reject a proposal: what it proposed grants nothing, now or later.
+
+        The label returns to what it was before the proposal (the approved or
+        revoked version, body and state, `label_before_proposal`); a label that was
+        never anything but proposed is revoked. Either way the change is a
+        ``reject`` in the history, which keeps the rejected proposal.
+
+        Args:
+            doc_id: the document.
+            by: who rejects.
+            note: why.
+            version: the proposal the reviewer saw (None: the current one).
+
+        Raises:
+            UnknownDocument: no label with that id.
+            LabelConflict: the label is not awaiting review, or not at `version`.
+        """
+        with self.db.write() as db:
+            current = self._pending(db, doc_id, version)
+            prior = label_before_proposal(db, doc_id)
+            body = current.body if prior is None else prior.body
+            state = LabelState.REVOKED if prior is None else prior.state
+            new_version = current.version + 1
+            db.execute(
+                "UPDATE labels SET body = ?, state = ?, version = ?, updated_by = ?,"
+                " updated_at = ? WHERE doc_id = ?",
+                (
+                    canonical_json(body),
+                    state.value,
+                    new_version,
+                    require_actor(by),
+                    utc_now(),
+                    doc_id,
+                ),
+            )
+            record_change(
+                db,
+                by,
+                "reject",
+                "label",
+                doc_id,
+                {
+                    "version": new_version,
+                    "state": state.value,
+                    "from": current.state.value,
+                    "rejected_version": current.version,
+                    "restored_version": None if prior is None else prior.version,
+                    "label": body,
+                    "rejected": current.body,
+                    "note": note,
+                },
+            )
+            return read_label(db, doc_id)
+
+    def prior_label(self, doc_id: str) -> PriorLabel | None:
+        """The label as it stood before the proposal awaiting review
+        (`label_before_proposal`).
+
+        Returns:
+            None when the label is not proposed, or was never anything else.
+        """
+        with self.db.read() as db:
+            return label_before_proposal(db, doc_id)
 
     def revoke_label(self, doc_id: str, by: str, note: str = "") -> LabelRecord:
         """Revoke a label: the document is denied from the next request on.
@@ -186,8 +358,37 @@ class LabelsMixin(StoreBase):
         """
         return self._set_state(doc_id, LabelState.REVOKED, by, note)
 
-    def _set_state(self, doc_id: str, state: LabelState, by: str, note: str) -> LabelRecord:
+    @staticmethod
+    def _checked_label(label: Label | Mapping[str, Any], what: str) -> Label:
+        if isinstance(label, Label):
+            return label
+        try:
+            return Label.model_validate(label)
+        except ValidationError as exc:
+            raise ValidationFailed(format_validation_error("label", what, exc)) from None
+
+    @staticmethod
+    def _pending(db: Database, doc_id: str, version: int | None) -> LabelRecord:
+        """The stored label, which must be a proposal (at `version`, when given)."""
+        current = read_label(db, doc_id)
+        if current.state is not LabelState.PROPOSED:
+            raise LabelConflict(
+                f"label {doc_id!r} is not awaiting review: it is {current.state.value}"
+                f" (version {current.version})"
+            )
+        if version is not None and current.version != version:
+            raise LabelConflict(
+                f"label {doc_id!r} changed since version {version}: it is now version"
+                f" {current.version}; review it again"
+            )
+        return current
+
+    def _set_state(
+        self, doc_id: str, state: LabelState, by: str, note: str, version: int | None = None
+    ) -> LabelRecord:
         with self.db.write() as db:
+            if version is not None:
+                self._pending(db, doc_id, version)
             current = read_label(db, doc_id)
             if current.state is state:
                 return current

@@ -8,7 +8,8 @@ Each record kind lives in its own module, as a mixin `DocumentStore` composes:
 `_policy` (the policy), `_agents` (agents and their roles), `_assignments` (the
 assignment relation), `_labels` (labels and their lifecycle), `_history` (the
 change history every write appends to), `_documents` (content, index terms and
-embeddings) and `_snapshot` (the derived state a request reads). The audit log
+embeddings), `_snapshot` (the derived state a request reads) and `_review` (the
+Policy Authority's review of proposals, with their consequence). The audit log
 (`_audit_log`, over the chain of `_audit`) needs the database only.
 
 Label lifecycle. A label is ``proposed`` (drafted, e.g. by a model: it grants
@@ -39,6 +40,7 @@ from privacy_ci.store._documents import DocumentsMixin
 from privacy_ci.store._history import HistoryEntry, HistoryMixin
 from privacy_ci.store._labels import LabelRecord, LabelsMixin, LabelState, UnknownDocument
 from privacy_ci.store._policy import PolicyMixin
+from privacy_ci.store._review import ReviewMixin
 from privacy_ci.store._snapshot import Snapshot, SnapshotMixin
 from privacy_ci.store._sql import SCHEMA_VERSION, Database, StoreError, schema_statements
 
@@ -58,6 +60,7 @@ __all__ = [
 
 
 class DocumentStore(
+    ReviewMixin,
     PolicyMixin,
     AgentsMixin,
     AssignmentsMixin,
