@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from privacy_ci.conductor import Corpus, Gate, load_corpus
+from privacy_ci.knowledge import KnowledgeBase, load_knowledge_base
 from tests._browser import browser
 from tests._shared import REPO, require_data
 
@@ -38,3 +39,12 @@ def shared_data() -> Path:
     Absent or incomplete: a skip for a developer, a failure in CI.
     """
     return require_data()
+
+
+@pytest.fixture(scope="session")
+def hipaa_kb(shared_data: Path) -> KnowledgeBase:
+    """The published HIPAA knowledge base on its default (eCFR) tree, loaded once.
+
+    Shared by every test that asks for it: read it, never change it.
+    """
+    return load_knowledge_base("hipaa", shared_data)

@@ -2,8 +2,9 @@
 reader that tolerates a last line cut short by a kill, atomic JSON files, and
 the code version stamped into manifests.
 
-Shared by the evaluation runner and the labeling experiment, whose runs must
-both survive SIGKILL without losing or duplicating a finished record.
+Shared by the evaluation runner, the labeling experiment and the knowledge base
+build (the last two through `privacy_ci._model_run`), whose runs must all survive
+SIGKILL without losing or duplicating a finished record.
 """
 
 from __future__ import annotations
@@ -57,6 +58,25 @@ def git_commit() -> str | None:
         return None
     commit = out.stdout.strip()
     return commit if out.returncode == 0 and len(commit) == 40 else None
+
+
+def read_json(path: Path, missing: str) -> Any:
+    """A run's or a folder's JSON file (a manifest), read back.
+
+    Args:
+        path: the file.
+        missing: the message when there is no such file (what the folder is not, and
+            which command makes one).
+
+    Raises:
+        PrivacyCIError: no such file (`missing`), or its text is not JSON.
+    """
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise PrivacyCIError(missing) from None
+    except ValueError as exc:
+        raise PrivacyCIError(f"{path}: not JSON ({exc})") from None
 
 
 def write_json_atomic(path: Path, payload: Any) -> None:
@@ -142,6 +162,30 @@ def read_records(path: Path | str, key: str = "case_id") -> RecordsRead:
         records.append(record)
         offset += len(raw) + 1
     return RecordsRead(records, offset, len(data) - offset)
+
+
+def resume_records(path: Path, key: str = "case_id") -> RecordsRead:
+    """`read_records` for a run about to append: a partial last record (cut short by a
+    kill) is cut off the file and fsynced, so its item runs again and the next record
+    starts on a line of its own.
+
+    Args:
+        path: the records file (a missing file reads as empty).
+        key: the field every record carries (its identity).
+
+    Returns:
+        The `RecordsRead` (``discarded``: the bytes cut off).
+
+    Raises:
+        PrivacyCIError: a malformed line before the last, or a record without `key`.
+    """
+    read = read_records(path, key=key)
+    if read.discarded:
+        with path.open("r+b") as fh:
+            fh.truncate(read.valid_bytes)
+            fh.flush()
+            os.fsync(fh.fileno())
+    return read
 
 
 class RecordWriter:

@@ -8,7 +8,7 @@ unauthorized documents `_add_unauthorized_documents` adds) and `PROBE_QUERIES`
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,8 @@ from privacy_ci.adapters import GatedSource, HttpGatedSource, LocalGatedSource
 from privacy_ci.conductor import Corpus, Gate
 from privacy_ci.service import ServiceSettings, create_app, issue_token
 from privacy_ci.store import DocumentStore
-from tests.service.test_hardening import LEAK_QUERIES, _add_unauthorized_documents, _served
+from tests.service._serving import serving
+from tests.service.test_hardening import LEAK_QUERIES, _add_unauthorized_documents
 from tests.service.test_service import PROBE_QUERIES
 
 __all__ = ["_add_unauthorized_documents"]
@@ -34,6 +35,7 @@ def token(agent: str, role: str, context: str, **kw: Any) -> str:
 
 
 DOCTOR = token("D01", "Doctor", "Medical")
+FORGED = DOCTOR[:-4] + "AAAA"  # the doctor's token, its signature altered
 
 
 @dataclass
@@ -56,7 +58,7 @@ def mode(request: pytest.FixtureRequest, riverside: DocumentStore) -> Iterator[M
     if request.param == "local":
         yield Mode("local", riverside)
         return
-    with _served(create_app(riverside, ServiceSettings(jwt_key=KEY))) as url:
+    with serving(create_app(riverside, ServiceSettings(jwt_key=KEY))) as url:
         yield Mode("http", riverside, url)
 
 
@@ -97,3 +99,21 @@ def assert_denial_reads_as_unknown(denied: dict[str, Any], unknown: dict[str, An
     assert {k: v for k, v in denied.items() if k not in strip} == {
         k: v for k, v in unknown.items() if k not in strip
     }
+
+
+def check_leakage(
+    fetch: Callable[[str], list[dict[str, Any]]],
+    decide: Callable[[str], dict[str, Any]],
+    store: DocumentStore,
+    corpus: Corpus,
+    permitted: set[str],
+) -> None:
+    """The service's leakage tests through an adapter: what `fetch` returns for `QUERIES`
+    (as flat documents) before and after 25 documents the requester may not see are
+    added (`assert_no_leak`), and `decide` on one of them and on an unknown id
+    (`assert_denial_reads_as_unknown`)."""
+    before = [stable(fetch(q)) for q in QUERIES]
+    extra = _add_unauthorized_documents(store, corpus, 25)
+    after = [stable(fetch(q)) for q in QUERIES]
+    assert_no_leak(before, after, extra, permitted)
+    assert_denial_reads_as_unknown(decide(extra[0]), decide(UNKNOWN_ID))

@@ -18,14 +18,11 @@ from privacy_ci.adapters import AuthError, Forbidden, ValidationFailed
 from privacy_ci.adapters.langchain import GatedLangChainRetriever
 from privacy_ci.conductor import Corpus, Gate
 from tests.adapters._gated import (
+    FORGED,
     QUERIES,
-    UNKNOWN_ID,
     Mode,
-    _add_unauthorized_documents,
-    assert_denial_reads_as_unknown,
-    assert_no_leak,
+    check_leakage,
     permitted_ids,
-    stable,
     token,
 )
 
@@ -87,17 +84,18 @@ def test_the_services_leakage_tests_through_langchain(
     mode: Mode, corpus: Corpus, gate: Gate
 ) -> None:
     retriever = GatedLangChainRetriever(source=mode.source(), k=10)
-    before = [stable(_flat(retriever.invoke(q))) for q in QUERIES]
-    extra = _add_unauthorized_documents(mode.store, corpus, 25)
-    after = [stable(_flat(retriever.invoke(q))) for q in QUERIES]
-    assert_no_leak(before, after, extra, permitted_ids(corpus, gate))
-    source = retriever.source
-    assert_denial_reads_as_unknown(source.decide(extra[0]), source.decide(UNKNOWN_ID))
+    check_leakage(
+        lambda q: _flat(retriever.invoke(q)),
+        retriever.source.decide,
+        mode.store,
+        corpus,
+        permitted_ids(corpus, gate),
+    )
 
 
 def test_bad_input(mode: Mode) -> None:
     with pytest.raises(AuthError, match="signature"):
-        GatedLangChainRetriever(source=mode.source(DOCTOR_FORGED)).invoke("lipid")
+        GatedLangChainRetriever(source=mode.source(FORGED)).invoke("lipid")
     with pytest.raises(Forbidden, match="unknown agent 'GHOST'"):
         GatedLangChainRetriever(source=mode.source(token("GHOST", "Doctor", "Medical"))).invoke("x")
     retriever = GatedLangChainRetriever(source=mode.source())
@@ -108,8 +106,3 @@ def test_bad_input(mode: Mode) -> None:
             GatedLangChainRetriever(source=retriever.source, k=k)
     with pytest.raises(ValidationError, match="source"):
         GatedLangChainRetriever(source="http://127.0.0.1:8000")
-
-
-DOCTOR_FORGED = (
-    token("D01", "Doctor", "Medical")[:-4] + "AAAA"  # the signature altered
-)

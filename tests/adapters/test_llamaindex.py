@@ -19,14 +19,11 @@ from privacy_ci.adapters.llamaindex import GatedLlamaIndexRetriever
 from privacy_ci.conductor import Corpus, Gate
 from privacy_ci.errors import PrivacyCIError
 from tests.adapters._gated import (
+    FORGED,
     QUERIES,
-    UNKNOWN_ID,
     Mode,
-    _add_unauthorized_documents,
-    assert_denial_reads_as_unknown,
-    assert_no_leak,
+    check_leakage,
     permitted_ids,
-    stable,
     token,
 )
 
@@ -89,18 +86,18 @@ def test_the_services_leakage_tests_through_llamaindex(
     mode: Mode, corpus: Corpus, gate: Gate
 ) -> None:
     retriever = GatedLlamaIndexRetriever(mode.source(), k=10)
-    before = [stable(_flat(retriever.retrieve(q))) for q in QUERIES]
-    extra = _add_unauthorized_documents(mode.store, corpus, 25)
-    after = [stable(_flat(retriever.retrieve(q))) for q in QUERIES]
-    assert_no_leak(before, after, extra, permitted_ids(corpus, gate))
-    source = retriever.source
-    assert_denial_reads_as_unknown(source.decide(extra[0]), source.decide(UNKNOWN_ID))
+    check_leakage(
+        lambda q: _flat(retriever.retrieve(q)),
+        retriever.source.decide,
+        mode.store,
+        corpus,
+        permitted_ids(corpus, gate),
+    )
 
 
 def test_bad_input(mode: Mode) -> None:
-    forged = token("D01", "Doctor", "Medical")[:-4] + "AAAA"
     with pytest.raises(AuthError, match="signature"):
-        GatedLlamaIndexRetriever(mode.source(forged)).retrieve("lipid")
+        GatedLlamaIndexRetriever(mode.source(FORGED)).retrieve("lipid")
     with pytest.raises(Forbidden, match="does not hold role 'Nurse'"):
         GatedLlamaIndexRetriever(mode.source(token("D01", "Nurse", "Medical"))).retrieve("x")
     retriever = GatedLlamaIndexRetriever(mode.source())

@@ -22,6 +22,7 @@ from privacy_ci.service import ServiceSettings, create_app
 from privacy_ci.store import DocumentStore
 from tests.adapters._gated import (
     DOCTOR,
+    FORGED,
     KEY,
     QUERIES,
     UNKNOWN_ID,
@@ -32,7 +33,7 @@ from tests.adapters._gated import (
     stable,
     token,
 )
-from tests.service.test_hardening import _served
+from tests.service._serving import serving
 
 
 def _files(folder: Path, bearer: str = DOCTOR) -> tuple[Path, Path]:
@@ -158,7 +159,7 @@ def test_an_agent_over_stdio_through_the_http_service(
             assert spoofed.is_error and "requester: Extra inputs" in _text(spoofed)
             await _leak_checks(session, sqlite_riverside, corpus, permitted)
 
-    with _served(app_) as url:
+    with serving(app_) as url:
         anyio.run(agent, url)
     assert {r.requester for r in sqlite_riverside.audit.records()} == {"N01"}
 
@@ -166,7 +167,7 @@ def test_an_agent_over_stdio_through_the_http_service(
 @pytest.mark.parametrize(
     ("bearer", "args", "message"),
     [
-        (DOCTOR[:-4] + "AAAA", [], "signature does not verify"),
+        (FORGED, [], "signature does not verify"),
         (token("GHOST", "Doctor", "Medical"), [], "unknown agent 'GHOST'"),
         (token("D01", "Nurse", "Medical"), [], "does not hold role 'Nurse'"),
         ("", [], "is empty"),

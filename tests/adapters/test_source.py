@@ -23,7 +23,7 @@ from privacy_ci.service import ServiceSettings, create_app, issue_token
 from privacy_ci.service._limits import Rate
 from privacy_ci.store import DocumentStore
 from tests.adapters._gated import DOCTOR, KEY, UNKNOWN_ID, VOLATILE, Mode, token
-from tests.service.test_hardening import _served
+from tests.service._serving import serving
 
 
 def _stable(body: dict[str, object]) -> dict[str, object]:
@@ -37,7 +37,7 @@ def _stable(body: dict[str, object]) -> dict[str, object]:
 def test_in_process_and_http_answer_alike(riverside: DocumentStore) -> None:
     local = LocalGatedSource(riverside, KEY, DOCTOR)
     with (
-        _served(create_app(riverside, ServiceSettings(jwt_key=KEY))) as url,
+        serving(create_app(riverside, ServiceSettings(jwt_key=KEY))) as url,
         HttpGatedSource(url, DOCTOR) as http,
     ):
         for query, k in [("lipid panel cholesterol", 5), ("Helen Marsh", 20), ("zzz", 3)]:
@@ -136,7 +136,7 @@ def test_http_errors_are_named(riverside: DocumentStore) -> None:
     ):
         nowhere.retrieve("lipid panel", 3)
     slow = ServiceSettings(jwt_key=KEY, decision_rate=Rate(per_s=0.001, burst=4.0))
-    with _served(create_app(riverside, slow)) as url, HttpGatedSource(url, DOCTOR) as source:
+    with serving(create_app(riverside, slow)) as url, HttpGatedSource(url, DOCTOR) as source:
         with pytest.raises(ServiceError, match="429") as info:
             source.retrieve("lipid panel", 10)  # costs k + 1 decisions
         assert info.value.status == 429

@@ -7,11 +7,20 @@ number these tests produce can pass for a model's.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
+from privacy_ci.annotation import (
+    AnnotationRun,
+    Annotator,
+    run_annotation,
+    select_leaves,
+    write_kb_folder,
+)
 from privacy_ci.knowledge import KnowledgeBase, Norm, NormType, Ternary
 from privacy_ci.llm import GenerationSettings, LLMClient, LLMError, Message
 from privacy_ci.llm.testing import ScriptedTestBackend
@@ -83,3 +92,14 @@ def scripted(answer: Answer, *, model: str = "scripted") -> tuple[LLMClient, Scr
 
     backend = ScriptedTestBackend(script, model=model)
     return LLMClient(backend, cache=None), backend
+
+
+def build(published: KnowledgeBase, out: Path) -> AnnotationRun:
+    """`SUBTREE` built into `out` by the scripted annotator (the published answers), with
+    its knowledge base folder (no WordNet; the published attribute graph)."""
+    client, _ = scripted(published_answers(published))
+    annotator = Annotator(client, published.tree)
+    leaves = select_leaves(published.tree, SUBTREE)
+    run = asyncio.run(run_annotation(annotator, out, leaves, tree_variant="ecfr"))
+    write_kb_folder(run, published.tree, wordnet=None, taxonomy=published.attribute_graph)
+    return run

@@ -8,35 +8,17 @@ import asyncio
 import json
 from pathlib import Path
 
-import pytest
-
 from privacy_ci.annotation import (
-    AnnotationRun,
     Annotator,
     compare_knowledge_bases,
     load_annotation_run,
     run_annotation,
     select_leaves,
-    write_kb_folder,
 )
-from privacy_ci.knowledge import KnowledgeBase, NormType, load_kb_folder, load_knowledge_base
+from privacy_ci.knowledge import KnowledgeBase, NormType, load_kb_folder
 from privacy_ci.llm import Capability
 
-from . import SUBTREE, node_of, published_answers, scripted
-
-
-@pytest.fixture(scope="module")
-def published(shared_data: Path) -> KnowledgeBase:
-    return load_knowledge_base("hipaa", shared_data)
-
-
-def build(published: KnowledgeBase, out: Path) -> AnnotationRun:
-    client, _ = scripted(published_answers(published))
-    annotator = Annotator(client, published.tree)
-    leaves = select_leaves(published.tree, SUBTREE)
-    run = asyncio.run(run_annotation(annotator, out, leaves, tree_variant="ecfr"))
-    write_kb_folder(run, published.tree, wordnet=None, taxonomy=published.attribute_graph)
-    return run
+from . import SUBTREE, build, node_of, published_answers, scripted
 
 
 def test_every_leaf_of_the_subtree_is_asked_once_with_table5(

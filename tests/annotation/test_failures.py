@@ -21,18 +21,13 @@ from privacy_ci.annotation import (
     select_leaves,
     write_kb_folder,
 )
-from privacy_ci.knowledge import KnowledgeBase, load_kb_folder, load_knowledge_base
+from privacy_ci.knowledge import KnowledgeBase, load_kb_folder
 from privacy_ci.llm import LLMError
 
 from . import SUBTREE, answer_of, node_of, published_answers, scripted
 
 NODE = f"{SUBTREE}(iv)"  # references 164.502(a)(5)(i) (exception) and 164.508 (support)
 REFS = ["164.502(a)(5)(i)", "164.508"]
-
-
-@pytest.fixture(scope="module")
-def published(shared_data: Path) -> KnowledgeBase:
-    return load_knowledge_base("hipaa", shared_data)
 
 
 def good(published: KnowledgeBase) -> dict[str, object]:

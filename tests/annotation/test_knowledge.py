@@ -26,16 +26,11 @@ from privacy_ci.annotation import (
 )
 from privacy_ci.cli.main import app
 from privacy_ci.errors import PrivacyCIError
-from privacy_ci.knowledge import KnowledgeBase, load_knowledge_base, load_role_graph
+from privacy_ci.knowledge import KnowledgeBase, load_role_graph
 from privacy_ci.regulations import load_regulation_tree
 from tests._shared import missing
 
 from . import SUBTREE, published_answers, scripted
-
-
-@pytest.fixture(scope="module")
-def published(shared_data: Path) -> KnowledgeBase:
-    return load_knowledge_base("hipaa", shared_data)
 
 
 @pytest.fixture(scope="module")

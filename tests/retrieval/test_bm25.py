@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from privacy_ci.ci import Flow
-from privacy_ci.knowledge import KnowledgeBase, load_knowledge_base
+from privacy_ci.knowledge import KnowledgeBase
 from privacy_ci.retrieval import (
     LEAVES_CONFIG,
     PLUS_CONFIG,
@@ -192,18 +192,13 @@ def test_default_cache_goes_to_the_cache_dir(
 
 
 # -- the real HIPAA knowledge base --------------------------------------------------------
-@pytest.fixture(scope="module")
-def hipaa(shared_data: Path) -> KnowledgeBase:
-    return load_knowledge_base("hipaa", data_dir=shared_data)
-
-
 def test_real_cases_with_gold_164_512_are_hit(
-    hipaa: KnowledgeBase, shared_data: Path, tmp_path_factory: pytest.TempPathFactory
+    hipaa_kb: KnowledgeBase, shared_data: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     from privacy_ci.cases import load_dataset
 
     cache = tmp_path_factory.mktemp("bm25")
-    retrievers = [bm25_leaves(hipaa, cache), bm25_plus(hipaa, cache)]
+    retrievers = [bm25_leaves(hipaa_kb, cache), bm25_plus(hipaa_kb, cache)]
     cases = [
         c for c in load_dataset("real", shared_data) if c.applicable and "164.512" in c.gold_nodes
     ]
@@ -212,15 +207,15 @@ def test_real_cases_with_gold_164_512_are_hit(
     for case in cases:
         q = RetrievalQuery.from_case(case, use_ci=False)
         found = any(
-            any("164.512" in hipaa.tree.path(h.node_id) for h in r.retrieve(q, 20))
+            any("164.512" in hipaa_kb.tree.path(h.node_id) for h in r.retrieve(q, 20))
             for r in retrievers
         )
         hit += found
     assert hit / len(cases) >= 0.6  # most of them; every single one is not expected
 
 
-def test_latency_of_the_real_index(hipaa: KnowledgeBase, tmp_path: Path) -> None:
-    r = bm25_plus(hipaa, tmp_path)
+def test_latency_of_the_real_index(hipaa_kb: KnowledgeBase, tmp_path: Path) -> None:
+    r = bm25_plus(hipaa_kb, tmp_path)
     assert len(r.ids) == 1632
     query = "a surgeon sends the operative report to the patient's employer " * 20
     r.retrieve(query, 10)

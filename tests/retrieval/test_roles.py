@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 pytest.importorskip("onnxruntime")
 
 from privacy_ci.ci import Flow
-from privacy_ci.knowledge import KnowledgeBase, load_knowledge_base
+from privacy_ci.knowledge import KnowledgeBase
 from privacy_ci.retrieval import (
     EmptyQueryError,
     RetrievalQuery,
@@ -21,13 +19,8 @@ from tests.retrieval import toy_kb
 
 
 @pytest.fixture(scope="module")
-def hipaa(shared_data: Path) -> KnowledgeBase:
-    return load_knowledge_base("hipaa", data_dir=shared_data)
-
-
-@pytest.fixture(scope="module")
-def roles(hipaa: KnowledgeBase) -> RoleKeywordRetriever:
-    return RoleKeywordRetriever(hipaa)
+def roles(hipaa_kb: KnowledgeBase) -> RoleKeywordRetriever:
+    return RoleKeywordRetriever(hipaa_kb)
 
 
 def test_split_role() -> None:
@@ -50,7 +43,9 @@ def test_role_graph_links_surgeon_to_health_care_provider(roles: RoleKeywordRetr
     assert "person" not in matched  # WordNet generalities give no credit
 
 
-def test_roles_select_norms_by_recipient(roles: RoleKeywordRetriever, hipaa: KnowledgeBase) -> None:
+def test_roles_select_norms_by_recipient(
+    roles: RoleKeywordRetriever, hipaa_kb: KnowledgeBase
+) -> None:
     q = RetrievalQuery(
         "The clinic gave the police the results of a blood test.",
         flow=Flow.of(
@@ -58,9 +53,9 @@ def test_roles_select_norms_by_recipient(roles: RoleKeywordRetriever, hipaa: Kno
         ),
     )
     hits = roles.retrieve(q, 10)
-    assert len(hits) == 10 and all(h.node_id in hipaa.norms for h in hits)
+    assert len(hits) == 10 and all(h.node_id in hipaa_kb.norms for h in hits)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
-    in_512f = sum("164.512(f)" in hipaa.tree.path(h.node_id) for h in hits)
+    in_512f = sum("164.512(f)" in hipaa_kb.tree.path(h.node_id) for h in hits)
     assert in_512f >= 3  # disclosures for law enforcement purposes
 
 

@@ -13,15 +13,13 @@ import asyncio
 import socket
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from typing import Any
 
 import httpx
 import jwt
 import pytest
-from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from privacy_ci.conductor import Corpus, Gate
@@ -31,6 +29,7 @@ from privacy_ci.service import ServiceSettings, create_app, issue_token
 from privacy_ci.service._auth import AuthError, TokenCache
 from privacy_ci.service._limits import Rate
 from privacy_ci.store import DocumentStore, batch_decisions
+from tests.service._serving import serving, wait_for
 from tests.store.backends import drop_audit_guards
 
 KEY = b"hardening-test-key-0123456789abcdef-0123456789"
@@ -255,37 +254,6 @@ class GatedBackend:
         return None
 
 
-def _wait_for(condition: Any, what: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def _served(app: FastAPI) -> Iterator[str]:
-    """The app on a real uvicorn on 127.0.0.1 (disconnects and raw bodies need a socket)."""
-    import uvicorn
-
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        _wait_for(lambda: server.started, "uvicorn to start")
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-
-
 JUDGE = {"event": "A hospital sends a patient's lab results to her physician.", "method": "dp"}
 
 
@@ -301,12 +269,12 @@ def test_model_endpoints_queue_boundedly_and_cheap_endpoints_stay_fast(
         model_rate=Rate(per_s=100, burst=100),
     )
     app = create_app(riverside, settings)
-    with _served(app) as url, ThreadPoolExecutor(4) as pool:
+    with serving(app) as url, ThreadPoolExecutor(4) as pool:
         http = httpx.Client(base_url=url, timeout=30)
         first = pool.submit(http.post, "/v1/judge", json=JUDGE, headers=DOCTOR)
-        _wait_for(lambda: backend.started == 1, "the first judge to start")
+        wait_for(lambda: backend.started == 1, "the first judge to start")
         second = pool.submit(http.post, "/v1/judge", json=JUDGE, headers=NURSE)
-        _wait_for(lambda: app.state.pools["/v1/judge"].admitted == 2, "the second to queue")
+        wait_for(lambda: app.state.pools["/v1/judge"].admitted == 2, "the second to queue")
         third = http.post("/v1/judge", json=JUDGE, headers=DOCTOR)
         assert third.status_code == 503 and int(third.headers["retry-after"]) >= 1
         assert "busy" in third.json()["error"]
@@ -352,11 +320,11 @@ def test_a_dropped_request_is_cancelled_and_frees_its_slot(riverside: DocumentSt
         model_rate=Rate(per_s=100, burst=100),
     )
     app = create_app(riverside, settings)
-    with _served(app) as url:
+    with serving(app) as url:
         with pytest.raises(httpx.ReadTimeout):
             httpx.post(f"{url}/v1/judge", json=JUDGE, headers=DOCTOR, timeout=0.5)
-        _wait_for(lambda: backend.cancelled == 1, "the abandoned job to be cancelled")
-        _wait_for(lambda: app.state.pools["/v1/judge"].admitted == 0, "its slot to free")
+        wait_for(lambda: backend.cancelled == 1, "the abandoned job to be cancelled")
+        wait_for(lambda: app.state.pools["/v1/judge"].admitted == 0, "its slot to free")
         backend.release.set()
         r = httpx.post(f"{url}/v1/judge", json=JUDGE, headers=DOCTOR, timeout=10)
         assert r.status_code == 200 and backend.finished == 1
@@ -444,7 +412,7 @@ def _raw_request(url: str, head: str, body: bytes = b"") -> tuple[int, bytes]:
 def test_huge_bodies_are_refused_before_they_are_read(riverside: DocumentStore) -> None:
     app = create_app(riverside, ServiceSettings(jwt_key=KEY, max_body_bytes=64 * 1024))
     token = DOCTOR["Authorization"]
-    with _served(app) as url:
+    with serving(app) as url:
         # 200 MB announced, not one byte sent: an answer proves nothing was waited for
         status, data = _raw_request(
             url,
@@ -660,7 +628,7 @@ def test_a_slow_retrieval_does_not_stall_the_other_requests(
 
     monkeypatch.setattr(_app, "retrieve_for", held)
     app = create_app(riverside, ServiceSettings(jwt_key=KEY))
-    with _served(app) as url, ThreadPoolExecutor(2) as pool:
+    with serving(app) as url, ThreadPoolExecutor(2) as pool:
         http = httpx.Client(base_url=url, timeout=30)
         slow = pool.submit(
             http.post, "/v1/retrieve", json={"query": "lab results", "k": 3}, headers=DOCTOR

@@ -8,9 +8,6 @@ Set ``PRIVACY_CI_REVIEW_SCREENSHOTS=DIR`` to save the screenshots the README sho
 from __future__ import annotations
 
 import os
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,46 +18,26 @@ import pytest
 from privacy_ci.service import ServiceSettings, create_app, issue_token
 from privacy_ci.store import DocumentStore, LabelState
 from tests._browser import open_page
+from tests.service._review import WIDER, authority_token, expired_authority_token, forged, propose
+from tests.service._serving import serving
 
 KEY = b"review-browser-test-key-0123456789abcdef-01"
-AUTHORITY = issue_token(KEY, "PA1", "Policy Authority", "Administrative", authority=True)
+AUTHORITY = authority_token(KEY)
 BILLING = {
     "Authorization": f"Bearer {issue_token(KEY, 'B01', 'Billing Specialist', 'Administrative')}"
 }
 SCREENSHOTS = os.environ.get("PRIVACY_CI_REVIEW_SCREENSHOTS", "").strip()
-WIDER = ["Billing Specialist", "Doctor", "Nurse"]  # B01 is assigned to P03 and P04
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture
 def served(sqlite_riverside: DocumentStore) -> Iterator[str]:
     """The service on a real uvicorn on 127.0.0.1; yields its base URL."""
-    import uvicorn
-
-    port = _free_port()
-    app = create_app(sqlite_riverside, ServiceSettings(jwt_key=KEY))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 10
-        while not server.started and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert server.started
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serving(create_app(sqlite_riverside, ServiceSettings(jwt_key=KEY))) as url:
+        yield url
 
 
 def _propose(store: DocumentStore, doc_id: str, **fields: Any) -> int:
-    body = {**store.label(doc_id).body, **fields}
-    return store.propose_label(body, "model:smollm2-135m", "drafted by the labeler").version
+    return propose(store, doc_id, "model:smollm2-135m", "drafted by the labeler", **fields)
 
 
 def _follow(page: Any, selector: str) -> None:
@@ -178,20 +155,8 @@ def test_review_in_the_browser(browser: Any, served: str, sqlite_riverside: Docu
     ("token", "status", "says"),
     [
         (issue_token(KEY, "D01", "Doctor", "Medical"), 403, "for the Policy Authority"),
-        (AUTHORITY[:-4] + ("AAAA" if not AUTHORITY.endswith("AAAA") else "BBBB"), 401, "signature"),
-        (
-            issue_token(
-                KEY,
-                "PA1",
-                "Policy Authority",
-                "Administrative",
-                authority=True,
-                ttl=60,
-                now=int(time.time()) - 3600,
-            ),
-            401,
-            "expired",
-        ),
+        (forged(AUTHORITY, 4), 401, "signature"),
+        (expired_authority_token(KEY, 3600), 401, "expired"),
     ],
     ids=["no-authority-role", "forged", "expired"],
 )

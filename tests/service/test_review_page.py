@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import html
 import re
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,23 +14,28 @@ from fastapi.testclient import TestClient
 
 from privacy_ci.service import ServiceSettings, create_app, issue_token
 from privacy_ci.store import DocumentStore, LabelState
+from tests.service._review import (
+    WIDER,
+    authority_token,
+    expired_authority_token,
+    forged,
+    propose,
+)
 
 KEY = b"review-page-test-key-0123456789abcdef-0123"
 BASE = "http://127.0.0.1:8000"
 DOC = "RMC-LAB-003"  # Doctor, Nurse; subject P03 (D01, N03 and B01 are assigned)
-WIDER = ["Billing Specialist", "Doctor", "Nurse"]
 
 
 def _token(agent: str, role: str, context: str, **kw: Any) -> str:
     return issue_token(KEY, agent, role, context, **kw)
 
 
-AUTHORITY = _token("PA1", "Policy Authority", "Administrative", authority=True)
+AUTHORITY = authority_token(KEY)
 
 
 def _propose(store: DocumentStore, doc_id: str = DOC, **fields: Any) -> int:
-    body = {**store.label(doc_id).body, **fields}
-    return store.propose_label(body, "model:test", "drafted").version
+    return propose(store, doc_id, **fields)
 
 
 @pytest.fixture
@@ -80,30 +84,9 @@ def test_secure_cookie_when_configured(sqlite_riverside: DocumentStore) -> None:
         (_token("PA1", "Policy Authority", "Administrative"), 403, "authority: true"),
         (_token("D01", "Policy Authority", "Administrative", authority=True), 403, "does not hold"),
         (_token("PA1", "Policy Authority", "Medical", authority=True), 403, "not in"),
-        (AUTHORITY[:-3] + ("AAA" if not AUTHORITY.endswith("AAA") else "BBB"), 401, "signature"),
-        (
-            issue_token(
-                b"another-key-0123456789abcdef-0123456789",
-                "PA1",
-                "Policy Authority",
-                "Administrative",
-                authority=True,
-            ),
-            401,
-            "signature",
-        ),
-        (
-            _token(
-                "PA1",
-                "Policy Authority",
-                "Administrative",
-                authority=True,
-                ttl=60,
-                now=int(time.time()) - 3600,
-            ),
-            401,
-            "expired",
-        ),
+        (forged(AUTHORITY, 3), 401, "signature"),
+        (authority_token(b"another-key-0123456789abcdef-0123456789"), 401, "signature"),
+        (expired_authority_token(KEY, 3600), 401, "expired"),
         ("not-a-jwt", 401, "well-formed"),
         ("", 401, "paste a token"),
     ],
@@ -130,15 +113,7 @@ def test_sign_in_refuses(client: TestClient, token: str, status: int, says: str)
 
 
 def test_a_cookie_with_a_forged_or_expired_token_is_401(client: TestClient) -> None:
-    expired = _token(
-        "PA1",
-        "Policy Authority",
-        "Administrative",
-        authority=True,
-        ttl=60,
-        now=int(time.time()) - 600,
-    )
-    for bad in (expired, AUTHORITY[:-2] + "xx"):
+    for bad in (expired_authority_token(KEY, 600), AUTHORITY[:-2] + "xx"):
         client.cookies.set("privacy_ci_review", bad, path="/review")
         r = client.get("/review", follow_redirects=False)
         assert r.status_code == 401 and "Sign in" in r.text
@@ -190,7 +165,7 @@ def test_csrf_and_origin_are_checked(client: TestClient, sqlite_riverside: Docum
     )
     assert r.status_code == 303 and r.headers["location"] == f"/review/label?doc_id={DOC}"
     # another session's CSRF token is no good either
-    other = _token("PA2", "Policy Authority", "Administrative", authority=True)
+    other = authority_token(KEY, "PA2")
     _sign_in(client, other)
     seen = _propose(sqlite_riverside, permitted_receiver_roles=["Doctor"])
     r = client.post("/review/reject", data={"doc_id": DOC, "version": str(seen), "csrf": csrf})

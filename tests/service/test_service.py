@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +14,7 @@ from privacy_ci.llm import LLMClient
 from privacy_ci.llm.testing import ScriptedTestBackend
 from privacy_ci.service import ServiceSettings, create_app, issue_token
 from privacy_ci.store import DocumentStore
+from tests.service._serving import serving
 
 KEY = b"service-test-key-0123456789abcdef-0123456789"
 
@@ -271,38 +269,20 @@ def test_every_request_is_audited(client: TestClient, riverside: DocumentStore) 
     assert riverside.audit.verify().ok
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_real_uvicorn_on_loopback(riverside: DocumentStore) -> None:
-    import uvicorn
-
-    port = _free_port()
-    app = create_app(riverside, ServiceSettings(jwt_key=KEY))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 10
-        while not server.started and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert server.started
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5) as http:
-            assert http.get("/v1/health").json()["status"] == "ok"
-            r = http.post("/v1/decide", json={"doc_id": "RMC-LAB-001"}, headers=DOCTOR)
-            assert r.status_code == 200 and r.json()["decision"] == "permit"
-            r = http.post(
-                "/v1/retrieve",
-                json={"query": "lab", "k": 2},
-                headers=_token("P01", "Doctor", "Medical"),
-            )
-            assert r.status_code == 403
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with (
+        serving(create_app(riverside, ServiceSettings(jwt_key=KEY))) as url,
+        httpx.Client(base_url=url, timeout=5) as http,
+    ):
+        assert http.get("/v1/health").json()["status"] == "ok"
+        r = http.post("/v1/decide", json={"doc_id": "RMC-LAB-001"}, headers=DOCTOR)
+        assert r.status_code == 200 and r.json()["decision"] == "permit"
+        r = http.post(
+            "/v1/retrieve",
+            json={"query": "lab", "k": 2},
+            headers=_token("P01", "Doctor", "Medical"),
+        )
+        assert r.status_code == 403
 
 
 class _BrokenClient(LLMClient):

@@ -10,22 +10,22 @@ folder (a different identity) is refused.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from privacy_ci._durable import (
-    RecordWriter,
-    code_version,
-    differences,
-    now_iso,
-    read_records,
-    write_json_atomic,
+from privacy_ci._model_run import (
+    MANIFEST_FILE,
+    RECORD_KEY,
+    RECORDS_FILE,
+    ask_each,
+    ask_with_reasks,
+    open_run_folder,
+    read_run_folder,
 )
 from privacy_ci.annotation._prompt import (
     ANNOTATION_PROMPT,
@@ -44,7 +44,6 @@ from privacy_ci.errors import PrivacyCIError
 from privacy_ci.llm import (
     Capability,
     Completion,
-    ContextOverflowError,
     GenerationSettings,
     LLMClient,
     capabilities_of,
@@ -69,9 +68,6 @@ __all__ = [
     "select_leaves",
 ]
 
-MANIFEST_FILE = "manifest.json"
-RECORDS_FILE = "records.jsonl"
-RECORD_KEY = "key"
 EXPERIMENT = "kb-build"
 PARSE_RETRIES = 2
 """Re-asks after an answer that does not parse (Appendix D: "We re-run the prompt
@@ -233,32 +229,20 @@ class Annotator:
         client, so every re-ask is its own call and cache entry.
         """
         refs = self.references(node_id)
-        messages = [user(self.prompt_for(node_id))]
-        settings = self.settings_for(node_id)
-        attempts: list[dict[str, Any]] = []
-        failure = "no attempt"
-        for attempt in range(self.parse_retries + 1):
-            sample = (draw - 1) * (self.parse_retries + 1) + attempt
-            try:
-                completion = await self.client.complete(
-                    messages, settings, sample=sample, use_cache=use_cache
-                )
-            except ContextOverflowError as exc:  # no re-ask can make the leaf fit
-                failure = f"model call failed: {exc}"
-                break
-            record = _attempt_record(completion)
-            attempts.append(record)
-            if not completion.ok:
-                failure = f"model call failed: {completion.error}"
-                break
-            try:
-                annotation = parse_annotation(_decoded(completion), refs)
-            except AnnotationOutputError as exc:
-                failure = f"answer does not fit the schema after {attempt + 1} attempt(s): {exc}"
-                record["parse_error"] = str(exc)
-                continue
-            return NodeRecord(node_id, draw, annotation, None, refs, tuple(attempts), self.backend)
-        return NodeRecord(node_id, draw, None, failure, refs, tuple(attempts), self.backend)
+        answer = await ask_with_reasks(
+            self.client,
+            [user(self.prompt_for(node_id))],
+            self.settings_for(node_id),
+            draw=draw,
+            parse_retries=self.parse_retries,
+            use_cache=use_cache,
+            parse=lambda completion: parse_annotation(_decoded(completion), refs),
+            output_error=AnnotationOutputError,
+            unparsed=lambda n, exc: f"answer does not fit the schema after {n} attempt(s): {exc}",
+        )
+        return NodeRecord(
+            node_id, draw, answer.value, answer.failure, refs, answer.attempts, self.backend
+        )
 
 
 def _decoded(completion: Completion) -> object:
@@ -268,20 +252,6 @@ def _decoded(completion: Completion) -> object:
     if problem is not None:
         raise AnnotationOutputError(f"not JSON ({problem})")
     return value
-
-
-def _attempt_record(completion: Completion) -> dict[str, Any]:
-    return {
-        "text": completion.text,
-        "parse_error": completion.parse_error,
-        "error": completion.error,
-        "finish_reason": completion.finish_reason.value,
-        "prompt_tokens": completion.prompt_tokens,
-        "completion_tokens": completion.completion_tokens,
-        "latency_s": round(completion.latency_s, 4),
-        "cached": completion.cached,
-        "retries": completion.retries,
-    }
 
 
 # -- cost -----------------------------------------------------------------------------
@@ -440,28 +410,14 @@ def load_annotation_run(folder: Path | str) -> AnnotationRun:
         PrivacyCIError: no manifest, not a build's manifest, or a damaged records file.
     """
     folder = Path(folder)
-    path = folder / MANIFEST_FILE
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise PrivacyCIError(
-            f"{folder}: not a knowledge base build (no {MANIFEST_FILE}; `privacy-ci kb build`"
-            " makes one)"
-        ) from None
-    except ValueError as exc:
-        raise PrivacyCIError(f"{path}: not JSON ({exc})") from None
-    if manifest.get("identity", {}).get("experiment") != EXPERIMENT:
-        raise PrivacyCIError(f"{folder}: the manifest is not a knowledge base build's")
-    read = read_records(folder / RECORDS_FILE, key=RECORD_KEY)
-    records: dict[str, NodeRecord] = {}
-    for raw in read.records:
-        try:
-            rec = NodeRecord.from_dict(raw)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise PrivacyCIError(
-                f"{folder / RECORDS_FILE}: record {raw.get(RECORD_KEY)!r} is damaged ({exc})"
-            ) from None
-        records[rec.node_id] = rec  # a re-asked failure wins
+    manifest, records = read_run_folder(
+        folder,
+        experiment=EXPERIMENT,
+        what="a knowledge base build",
+        command="privacy-ci kb build",
+        parse=NodeRecord.from_dict,
+        key=lambda rec: rec.node_id,  # a re-asked failure wins
+    )
     order = {n: i for i, n in enumerate(manifest.get("nodes", []))}
     ordered = sorted(records.values(), key=lambda r: order.get(r.node_id, len(order)))
     return AnnotationRun(folder, manifest, ordered)
@@ -501,59 +457,35 @@ async def run_annotation(
     ids = list(dict.fromkeys(node_ids))
     for node_id in ids:
         annotator.tree[node_id]  # an unknown id fails here, before any call
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     identity = _identity(annotator, tree_variant, ids, selection or {})
-    manifest_path = out / MANIFEST_FILE
-    if manifest_path.exists():
-        try:
-            old = json.loads(manifest_path.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise PrivacyCIError(f"{manifest_path}: not JSON ({exc})") from None
-        if old.get("identity") != identity:
-            diff = differences(old.get("identity", {}), identity)
-            raise BuildRunMismatch(
-                f"{out} holds another knowledge base build ({'; '.join(diff[:5])}); use a new"
-                " folder"
-            )
-        manifest = old
-    else:
-        manifest = {"identity": identity, "nodes": ids, "sessions": []}
-    session: dict[str, Any] = {"started_at": now_iso(), "code": code_version()}
-    manifest["sessions"].append(session)
-    write_json_atomic(manifest_path, manifest)
+    out = Path(out_dir)
 
-    records_path = out / RECORDS_FILE
-    read = read_records(records_path, key=RECORD_KEY)
-    if read.discarded:  # a line cut short by a kill: drop it, ask about its leaf again
-        with records_path.open("r+b") as fh:
-            fh.truncate(read.valid_bytes)
-    done = {str(raw["node_id"]): raw for raw in read.records}
+    def mismatch(_old: Mapping[str, Any], diff: list[str]) -> PrivacyCIError:
+        return BuildRunMismatch(
+            f"{out} holds another knowledge base build ({'; '.join(diff[:5])}); use a new folder"
+        )
+
+    run = open_run_folder(
+        out,
+        identity,
+        fresh=lambda: {"identity": identity, "nodes": ids, "sessions": []},
+        mismatch=mismatch,
+    )
+    done = {str(raw["node_id"]): raw for raw in run.records}
     todo = [
         n for n in ids if n not in done or (retry_failures and done[n].get("annotation") is None)
     ]
-    usage_before = annotator.client.usage.as_dict()
-    semaphore = asyncio.Semaphore(concurrency)
-    writer = RecordWriter(records_path)
 
-    async def one(node_id: str) -> None:
-        async with semaphore:
-            rec = await annotator.annotate(node_id, 1, use_cache=node_id not in done)
-        await writer.write(rec.as_dict())
-        if on_record is not None:
-            on_record(rec)
+    async def ask(node_id: str) -> NodeRecord:
+        return await annotator.annotate(node_id, 1, use_cache=node_id not in done)
 
-    try:
-        await asyncio.gather(*(one(n) for n in todo))
-    finally:
-        writer.close()
-        after = annotator.client.usage.as_dict()
-        session["ended_at"] = now_iso()
-        session["annotated"] = len(todo)
-        session["usage"] = {
-            k: after[k] - usage_before.get(k, 0)
-            for k in after
-            if isinstance(after[k], int | float) and not isinstance(after[k], bool)
-        }
-        write_json_atomic(manifest_path, manifest)
+    await ask_each(
+        run,
+        annotator.client,
+        todo,
+        ask,
+        concurrency=concurrency,
+        counted="annotated",
+        on_record=on_record,
+    )
     return load_annotation_run(out)

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from privacy_ci.ci import FIELD_TITLES
 from privacy_ci.errors import PrivacyCIError
 
 __all__ = [
@@ -26,17 +27,7 @@ __all__ = [
     "parse_annotation",
 ]
 
-CHARACTERISTICS: dict[str, str] = {
-    "Sender": "sender",
-    "Sender Role": "sender_role",
-    "Recipient": "recipient",
-    "Recipient Role": "recipient_role",
-    "Subject": "subject",
-    "Subject Role": "subject_role",
-    "Information Type": "information_type",
-    "Consent Form": "consent_form",
-    "Purpose": "purpose",
-}
+CHARACTERISTICS: dict[str, str] = FIELD_TITLES
 """Q2's characteristics as Table 5 names them -> our field names (`privacy_ci.ci.FIELDS`)."""
 
 NORM_TYPES: dict[str, str] = {

@@ -24,6 +24,7 @@ from typing import Any
 __all__ = [
     "CHARACTERISTICS",
     "FIELDS",
+    "FIELD_TITLES",
     "PARTY_FIELDS",
     "Flow",
     "Party",
@@ -55,6 +56,21 @@ FIELDS: tuple[str, ...] = (
 )
 """The flow's parameters spelled flat, in order: the fields of GoldCoin's case files,
 of the CI extraction prompt's answer (in snake case) and of the CLI's options."""
+
+FIELD_TITLES: dict[str, str] = {
+    "Sender": "sender",
+    "Sender Role": "sender_role",
+    "Recipient": "recipient",
+    "Recipient Role": "recipient_role",
+    "Subject": "subject",
+    "Subject Role": "subject_role",
+    "Information Type": "information_type",
+    "Consent Form": "consent_form",
+    "Purpose": "purpose",
+}
+"""The fields as the Checklist paper's prompts name them, in their order -> `FIELDS`:
+the CI extraction prompt's answer (Table 10) and the annotation prompt's ``Q2``
+(Table 5)."""
 
 PARTY_FIELDS: tuple[str, ...] = ("sender", "recipient", "subject")
 """The fields that hold a party's name (the rest are its characteristics)."""

@@ -75,6 +75,19 @@ def build_eval_method(
     return build_method(name, client, kb, judge_config, settings=settings)
 
 
+def _kb_identity(kb: Any, kb_dir: Path | None) -> str | None:
+    """The knowledge base in a run's identity: the tree's hash for the published KB (as
+    runs have always recorded it); for a built folder, a hash of its norms too, since
+    it shares the tree."""
+    if kb is None:
+        return None
+    if kb_dir is None:
+        return str(kb.tree.content_hash())
+    from privacy_ci.retrieval import kb_fingerprint
+
+    return "built:" + kb_fingerprint(kb)
+
+
 def print_cross_check(block: dict[str, Any]) -> None:
     """Print a run's cross-check: the agreement table and the flagged cases' ids."""
     from rich.table import Table
@@ -230,6 +243,12 @@ def eval_command(
         help="Run the model-free ci-reasoner beside the method and flag the verdicts its "
         "checklist does not support (a cross-checked run is another run).",
     ),
+    kb_dir: Path | None = typer.Option(
+        None,
+        "--kb",
+        help="A knowledge base folder built by `privacy-ci kb build` (its regulation must "
+        "be the dataset's); default the published one.",
+    ),
     config_file: Path | None = ConfigOpt,
     as_json: bool = typer.Option(False, "--json", help="Print the metrics as JSON."),
 ) -> None:
@@ -252,6 +271,17 @@ def eval_command(
             spec.retriever_option or "retriever": retriever,
             "constrain": constrain,
         }
+        if kb_dir is not None:  # a run over a built KB is another run: its hash differs
+            from privacy_ci.knowledge import read_kb_manifest
+
+            built_for = str(read_kb_manifest(kb_dir).get("regulation"))
+            if built_for != data.protocol.regulation:
+                raise PrivacyCIError(
+                    f"{kb_dir} is a {built_for} knowledge base; dataset {dataset!r} is judged "
+                    f"against {data.protocol.regulation}"
+                )
+            changes["kb"] = str(kb_dir)
+            changes["regulation"] = built_for
         judge_config = JudgeConfig(**{n: v for n, v in changes.items() if v is not None})
         config = load_llm_config(
             llm_overrides(
@@ -262,10 +292,10 @@ def eval_command(
         settings = config.generation_settings()
         kb = None
         if spec.needs_kb:
-            from privacy_ci.knowledge import load_knowledge_base
+            from privacy_ci.knowledge import open_knowledge_base
 
             try:
-                kb = load_knowledge_base(data.protocol.regulation)
+                kb = open_knowledge_base(data.protocol.regulation, kb_dir)
             except ValueError as exc:
                 raise PrivacyCIError(
                     f"method {method!r} needs a knowledge base, and dataset {dataset!r} "
@@ -295,7 +325,7 @@ def eval_command(
                     settings=settings,
                     judge_config=judge_config,
                     prompts=spec.prompts,
-                    knowledge_base=None if kb is None else kb.tree.content_hash(),
+                    knowledge_base=_kb_identity(kb, kb_dir),
                     retry_errors=retry_errors,
                     extra={"llm_config": llm_facts},
                     cross_check=checker,

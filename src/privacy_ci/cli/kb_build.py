@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from privacy_ci._progress import CounterBar
 from privacy_ci.cli._common import console, err_console, escape, print_json, user_errors
 from privacy_ci.cli.kb import JsonOpt, RegOpt, TreeOpt, app
 from privacy_ci.cli.llm import (
@@ -33,64 +34,18 @@ if TYPE_CHECKING:
     from privacy_ci.annotation import Comparison, NodeRecord
 
 
-class _Progress:
+class _Progress(CounterBar):
     """A progress bar on stderr: leaves done, re-asks, failures, the client's retries."""
 
     def __init__(self, enabled: bool, total: int, label: str) -> None:
-        self.retries = self.reasks = self.failures = 0
-        self._bar: Any = None
-        if not enabled or total == 0:
-            return
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
-        self._bar = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn(
-                "re-asked {task.fields[reasks]} · failed {task.fields[failures]}"
-                " · retries {task.fields[retries]}"
-            ),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=err_console,
-        )
-        self._task = self._bar.add_task(label, total=total, reasks=0, failures=0, retries=0)
-
-    def __enter__(self) -> _Progress:
-        if self._bar is not None:
-            self._bar.__enter__()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._bar is not None:
-            self._bar.__exit__(*exc)
+        counters = {"reasks": "re-asked", "failures": "failed", "retries": "retries"}
+        super().__init__(enabled and total != 0, label, total, counters, console=err_console)
 
     def retry(self, *_: Any) -> None:
-        self.retries += 1
-        self._update(0)
+        self.count(retries=1)
 
     def record(self, rec: NodeRecord) -> None:
-        self.reasks += max(0, len(rec.attempts) - 1)
-        self.failures += not rec.ok
-        self._update(1)
-
-    def _update(self, advance: int) -> None:
-        if self._bar is not None:
-            self._bar.update(
-                self._task,
-                advance=advance,
-                reasks=self.reasks,
-                failures=self.failures,
-                retries=self.retries,
-            )
+        self.count(1, reasks=max(0, len(rec.attempts) - 1), failures=int(not rec.ok))
 
 
 @app.command("build")

@@ -205,16 +205,8 @@ class OnnxEncoder:
         batch_size: int = 64,
         progress: Callable[[int], None] | None = None,
     ) -> npt.NDArray[np.float32]:
-        """L2-normalised embeddings of ``texts``, in their order.
-
-        Args:
-            texts: the texts.
-            batch_size: texts per forward pass.
-            progress: called with the number of texts done after each batch.
-
-        Returns:
-            A float32 array ``(len(texts), dimension)``.
-        """
+        """L2-normalised embeddings of ``texts``, in their order (the `Encoder` protocol);
+        batches hold texts of similar length, so little of each is padding."""
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         if not texts:
             return out

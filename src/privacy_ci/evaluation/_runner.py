@@ -44,8 +44,10 @@ from privacy_ci._durable import (
     fsync_dir,
     now_iso,
     read_records,
+    resume_records,
     write_json_atomic,
 )
+from privacy_ci._progress import CounterBar
 from privacy_ci.cases import Case, Dataset, load_dataset
 from privacy_ci.errors import PrivacyCIError
 from privacy_ci.evaluation._baselines import baseline_scores
@@ -316,68 +318,28 @@ class _Progress:
     """A rich progress bar on stderr (or nothing), with retries/unparsed/errors."""
 
     def __init__(self, enabled: bool, total: int, done: int, label: str) -> None:
-        self.enabled = enabled
-        self.retries = 0
-        self.unparsed = 0
-        self.errors = 0
-        self._bar: Any = None
-        self._task: Any = None
-        if not enabled:
-            return
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
+        counters = {"retries": "retries", "unparsed": "unparsed", "errors": "errors"}
+        self._bar = CounterBar(enabled, label, total, counters, done=done)
 
-        self._bar = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn(
-                "retries {task.fields[retries]} · unparsed {task.fields[unparsed]}"
-                " · errors {task.fields[errors]}"
-            ),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=Console(stderr=True),
-        )
-        self._task = self._bar.add_task(
-            label, total=total, completed=done, retries=0, unparsed=0, errors=0
-        )
+    @property
+    def retries(self) -> int:
+        return self._bar.counts["retries"]
 
     @contextlib.contextmanager
     def running(self) -> Iterator[None]:
-        if self._bar is None:
-            yield
-            return
         with self._bar:
             yield
 
     def retry(self, *_: Any) -> None:
-        self.retries += 1
-        self._refresh(0)
+        self._bar.count(retries=1)
 
     def finished(self, record: Mapping[str, Any], step_retries: int, hooked: bool) -> None:
-        if not hooked:
-            self.retries += step_retries
-        self.unparsed += record.get("verdict") is None
-        self.errors += bool(record.get("error"))
-        self._refresh(1)
-
-    def _refresh(self, advance: int) -> None:
-        if self._bar is not None:
-            self._bar.update(
-                self._task,
-                advance=advance,
-                retries=self.retries,
-                unparsed=self.unparsed,
-                errors=self.errors,
-            )
+        self._bar.count(
+            1,
+            retries=0 if hooked else step_retries,
+            unparsed=int(record.get("verdict") is None),
+            errors=int(bool(record.get("error"))),
+        )
 
 
 def _select(dataset: Dataset, limit: int | None, seed: int) -> Dataset:
@@ -521,13 +483,8 @@ async def run_eval(
         if extra:
             manifest["extra"] = dict(extra)
 
-    read = read_records(records_path)
+    read = resume_records(records_path)
     kept = read.records
-    if read.discarded:
-        with open(records_path, "r+b") as fh:
-            fh.truncate(read.valid_bytes)
-            fh.flush()
-            os.fsync(fh.fileno())
     ids = {c.id for c in cases}
     seen: set[str] = set()
     for rec in kept:

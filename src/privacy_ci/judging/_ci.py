@@ -10,21 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from privacy_ci.ci import CHARACTERISTICS, Flow, clean_value
+from privacy_ci.ci import CHARACTERISTICS, FIELD_TITLES, Flow, clean_value
 
 __all__ = ["CI_JSON_FIELDS", "answer_flow", "ci_schema", "event_characteristics"]
 
-CI_JSON_FIELDS: dict[str, str] = {
-    "Sender": "sender",
-    "Sender Role": "sender_role",
-    "Recipient": "recipient",
-    "Recipient Role": "recipient_role",
-    "Subject": "subject",
-    "Subject Role": "subject_role",
-    "Information Type": "information_type",
-    "Consent Form": "consent_form",
-    "Purpose": "purpose",
-}
+CI_JSON_FIELDS: dict[str, str] = FIELD_TITLES
 """The CI extraction prompt's field names -> `privacy_ci.ci.FIELDS`."""
 
 

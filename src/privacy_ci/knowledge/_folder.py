@@ -17,10 +17,10 @@ tree whose text changed since the build is noted in the norms report.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from privacy_ci._durable import read_json
 from privacy_ci.errors import PrivacyCIError
 from privacy_ci.knowledge._definitions import load_hipaa_definitions
 from privacy_ci.knowledge._graphs import load_attribute_graph, load_role_graph
@@ -53,15 +53,11 @@ def read_kb_manifest(folder: Path | str) -> dict[str, Any]:
         PrivacyCIError: no ``kb.json``, not JSON, or another format.
     """
     path = Path(folder) / KB_FOLDER_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise PrivacyCIError(
-            f"{folder}: not a knowledge base folder (no {KB_FOLDER_FILE};"
-            " `privacy-ci kb build --out DIR` writes one)"
-        ) from None
-    except ValueError as exc:
-        raise PrivacyCIError(f"{path}: not JSON ({exc})") from None
+    data = read_json(
+        path,
+        f"{folder}: not a knowledge base folder (no {KB_FOLDER_FILE};"
+        " `privacy-ci kb build --out DIR` writes one)",
+    )
     if not isinstance(data, dict) or data.get("format") != KB_FOLDER_FORMAT:
         raise PrivacyCIError(f"{path}: not a {KB_FOLDER_FORMAT} manifest")
     return data

@@ -16,7 +16,6 @@ unchanged), and their model labels are drafts for the Policy Authority.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import os
@@ -25,13 +24,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from privacy_ci._durable import (
-    RecordWriter,
-    code_version,
-    differences,
-    now_iso,
-    read_records,
-    write_json_atomic,
+from privacy_ci._model_run import (
+    RECORD_KEY,
+    ask_each,
+    ask_with_reasks,
+    open_run_folder,
+    read_run_folder,
 )
 from privacy_ci.conductor import Corpus, Label
 from privacy_ci.errors import PrivacyCIError
@@ -49,16 +47,12 @@ from privacy_ci.labeling._schema import (
 )
 from privacy_ci.llm import (
     Completion,
-    ContextOverflowError,
     GenerationSettings,
     LLMClient,
     system,
     user,
 )
 
-MANIFEST_FILE = "manifest.json"
-RECORDS_FILE = "records.jsonl"
-RECORD_KEY = "key"
 ORGANIZATION_SUBJECT = "organization-level (no individual subject)"
 PARSE_RETRIES = 2
 """Appendix C: "A response that does not parse is retried twice and otherwise
@@ -274,30 +268,20 @@ class Labeler:
         if draw < 1:
             raise ValueError("draws are numbered from 1")
         messages = [system(self.system_prompt.text), user(self.prompt_for(doc_id))]
-        attempts: list[dict[str, Any]] = []
-        failure = "no attempt"
-        for attempt in range(self.parse_retries + 1):
-            sample = (draw - 1) * (self.parse_retries + 1) + attempt
-            try:
-                completion = await self.client.complete(
-                    messages, self.settings, sample=sample, use_cache=use_cache
-                )
-            except ContextOverflowError as exc:  # the document cannot fit: no draw can succeed
-                failure = f"model call failed: {exc}"
-                break
-            record = _attempt_record(completion)
-            attempts.append(record)
-            if not completion.ok:  # the call failed after the client's own retries
-                failure = f"model call failed: {completion.error}"
-                break
-            try:
-                proposed = parse_proposed(_structured(completion), self.corpus.policy)
-            except LabelOutputError as exc:
-                failure = f"output does not fit the label schema: {exc}"
-                record["parse_error"] = str(exc)
-                continue
-            return LabelRecord(doc_id, draw, proposed, None, tuple(attempts), self.backend)
-        return LabelRecord(doc_id, draw, None, failure, tuple(attempts), self.backend)
+        answer = await ask_with_reasks(
+            self.client,
+            messages,
+            self.settings,
+            draw=draw,
+            parse_retries=self.parse_retries,
+            use_cache=use_cache,
+            parse=lambda completion: parse_proposed(_structured(completion), self.corpus.policy),
+            output_error=LabelOutputError,
+            unparsed=lambda _n, exc: f"output does not fit the label schema: {exc}",
+        )
+        return LabelRecord(
+            doc_id, draw, answer.value, answer.failure, answer.attempts, self.backend
+        )
 
 
 def _structured(completion: Completion) -> object:
@@ -309,20 +293,6 @@ def _structured(completion: Completion) -> object:
         return json.loads(completion.text)
     except ValueError as exc:
         raise LabelOutputError(f"not JSON ({exc})") from None
-
-
-def _attempt_record(completion: Completion) -> dict[str, Any]:
-    return {
-        "text": completion.text,
-        "parse_error": completion.parse_error,
-        "error": completion.error,
-        "finish_reason": completion.finish_reason.value,
-        "prompt_tokens": completion.prompt_tokens,
-        "completion_tokens": completion.completion_tokens,
-        "latency_s": round(completion.latency_s, 4),
-        "cached": completion.cached,
-        "retries": completion.retries,
-    }
 
 
 # -- runs --------------------------------------------------------------------------------
@@ -459,28 +429,15 @@ def load_labeling_run(folder: Path | str) -> LabelingRun:
         PrivacyCIError: no manifest, or a damaged records file.
     """
     folder = Path(folder)
-    manifest_path = folder / MANIFEST_FILE
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise PrivacyCIError(
-            f"{folder}: not a labeling run (no {MANIFEST_FILE}; `privacy-ci label run` makes one)"
-        ) from None
-    except ValueError as exc:
-        raise PrivacyCIError(f"{manifest_path}: not JSON ({exc})") from None
-    if manifest.get("identity", {}).get("experiment") != "conductor-labeling":
-        raise PrivacyCIError(f"{folder}: the manifest is not a labeling run's")
+    manifest, records = read_run_folder(
+        folder,
+        experiment="conductor-labeling",
+        what="a labeling run",
+        command="privacy-ci label run",
+        parse=_record_from_dict,
+        key=lambda rec: record_key(rec.doc_id, rec.draw),  # a re-labeled failure wins
+    )
     identity = manifest["identity"]
-    read = read_records(folder / RECORDS_FILE, key=RECORD_KEY)
-    records: dict[str, LabelRecord] = {}
-    for raw in read.records:
-        try:
-            rec = _record_from_dict(raw)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise PrivacyCIError(
-                f"{folder / RECORDS_FILE}: record {raw.get(RECORD_KEY)!r} is damaged ({exc})"
-            ) from None
-        records[record_key(rec.doc_id, rec.draw)] = rec  # a re-labeled failure wins
     flat = {
         "name": manifest.get("name"),
         "backend": identity.get("backend"),
@@ -530,39 +487,28 @@ async def run_labeling(
     ids = list(dict.fromkeys(doc_ids)) if doc_ids is not None else labeler.documents
     for doc_id in ids:
         labeler.check_document(doc_id)  # unknown ids fail here, before any call
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     identity = _identity(labeler, draws, ids)
-    manifest_path = out / MANIFEST_FILE
-    if manifest_path.exists():
-        old = json.loads(manifest_path.read_text(encoding="utf-8"))
-        if old.get("identity") != identity:
-            diff = differences(old.get("identity", {}), identity)
-            before = old.get("identity", {}).get("corpus", {}).get("content_sha256")
-            changed = (
-                f"the documents of {identity['corpus']['source'] or 'the corpus'} changed"
-                " since it began; "
-                if before != identity["corpus"]["content_sha256"]
-                else ""
-            )
-            raise LabelingRunMismatch(
-                f"{out} holds another labeling run ({changed}{'; '.join(diff[:5])});"
-                " use a new folder"
-            )
-        manifest = old
-    else:
-        manifest = {"name": name or labeler.backend, "identity": identity, "sessions": []}
-    session: dict[str, Any] = {"started_at": now_iso(), "code": code_version()}
-    manifest["sessions"].append(session)
-    write_json_atomic(manifest_path, manifest)
+    out = Path(out_dir)
 
-    read = read_records(out / RECORDS_FILE, key=RECORD_KEY)
-    if read.discarded:  # a line cut short by a kill: drop it, relabel its document
-        with (out / RECORDS_FILE).open("r+b") as fh:
-            fh.truncate(read.valid_bytes)
-    done: dict[str, dict[str, Any]] = {}
-    for raw in read.records:
-        done[str(raw[RECORD_KEY])] = raw
+    def mismatch(old: Mapping[str, Any], diff: list[str]) -> PrivacyCIError:
+        before = old.get("corpus", {}).get("content_sha256")
+        changed = (
+            f"the documents of {identity['corpus']['source'] or 'the corpus'} changed"
+            " since it began; "
+            if before != identity["corpus"]["content_sha256"]
+            else ""
+        )
+        return LabelingRunMismatch(
+            f"{out} holds another labeling run ({changed}{'; '.join(diff[:5])}); use a new folder"
+        )
+
+    run = open_run_folder(
+        out,
+        identity,
+        fresh=lambda: {"name": name or labeler.backend, "identity": identity, "sessions": []},
+        mismatch=mismatch,
+    )
+    done = {str(raw[RECORD_KEY]): raw for raw in run.records}
     todo = [
         (doc_id, n)
         for n in range(1, draws + 1)
@@ -570,32 +516,21 @@ async def run_labeling(
         if record_key(doc_id, n) not in done
         or (retry_failures and done[record_key(doc_id, n)].get("label") is None)
     ]
-    usage_before = labeler.client.usage.as_dict()
-    semaphore = asyncio.Semaphore(concurrency)
-    writer = RecordWriter(out / RECORDS_FILE)
 
-    async def one(doc_id: str, n: int) -> None:
-        async with semaphore:
-            # a failure being retried must not be answered from the cache again
-            retry = record_key(doc_id, n) in done
-            rec = await labeler.label(doc_id, n, use_cache=not retry)
-        await writer.write(rec.as_dict())
-        if on_record is not None:
-            on_record(rec)
+    async def ask(item: tuple[str, int]) -> LabelRecord:
+        doc_id, n = item
+        # a failure being retried must not be answered from the cache again
+        return await labeler.label(doc_id, n, use_cache=record_key(doc_id, n) not in done)
 
-    try:
-        await asyncio.gather(*(one(d, n) for d, n in todo))
-    finally:
-        writer.close()
-        after = labeler.client.usage.as_dict()
-        session["ended_at"] = now_iso()
-        session["labeled"] = len(todo)
-        session["usage"] = {
-            k: after[k] - usage_before.get(k, 0)
-            for k in after
-            if isinstance(after[k], int | float) and not isinstance(after[k], bool)
-        }
-        write_json_atomic(manifest_path, manifest)
+    await ask_each(
+        run,
+        labeler.client,
+        todo,
+        ask,
+        concurrency=concurrency,
+        counted="labeled",
+        on_record=on_record,
+    )
     return load_labeling_run(out)
 
 

@@ -54,13 +54,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from privacy_ci import __version__
 from privacy_ci.assistant import Answer, Assistant, DenialMode
-from privacy_ci.errors import DataMissingError, PrivacyCIError, ValidationFailed
+from privacy_ci.errors import DataMissingError, PrivacyCIError
 from privacy_ci.llm import ContextOverflowError, GenerationSettings, LLMClient
 from privacy_ci.service._auth import (
     MAX_TOKEN_LIFETIME_S,
     AuthError,
     Caller,
-    Forbidden,
     TokenCache,
     TokenClaims,
     requester_from_claims,
@@ -98,12 +97,11 @@ from privacy_ci.service._models import (
     StatusResponse,
 )
 from privacy_ci.service._review import review_router
+from privacy_ci.service._status import StatusRule, http_status
 from privacy_ci.store import (
     DocumentStore,
     FlowDecision,
-    LabelConflict,
     StoreError,
-    UnknownDocument,
     decide_batch_for,
     decide_for,
     retrieve_for,
@@ -215,26 +213,12 @@ class TooLarge(PrivacyCIError):
     """An input is larger than the service accepts (HTTP 413)."""
 
 
-def _status_of(exc: PrivacyCIError) -> int:
-    if isinstance(exc, AuthError):
-        return 401
-    if isinstance(exc, Forbidden):
-        return 403
-    if isinstance(exc, UnknownDocument):
-        return 404
-    if isinstance(exc, LabelConflict):
-        return 409
-    if isinstance(exc, TooLarge):
-        return 413
-    if isinstance(exc, ValidationFailed):
-        return 422
-    if isinstance(exc, RateLimited):
-        return 429
-    if isinstance(exc, TimedOut):
-        return 504
-    if isinstance(exc, (StoreError, Unavailable, Busy)):
-        return 503
-    return 400
+_STATUS: tuple[StatusRule, ...] = (
+    (TooLarge, 413),
+    (RateLimited, 429),
+    (TimedOut, 504),
+    ((Unavailable, Busy), 503),
+)
 
 
 def _unavailable(what: str, exc: Exception) -> Unavailable:
@@ -364,7 +348,7 @@ def create_app(store: DocumentStore, settings: ServiceSettings) -> FastAPI:
 
     @app.exception_handler(PrivacyCIError)
     async def _user_error(request: Request, exc: PrivacyCIError) -> JSONResponse:
-        status = _status_of(exc)
+        status = http_status(exc, _STATUS)
         headers: dict[str, str] | None = None
         message = str(exc)
         if status == 401:

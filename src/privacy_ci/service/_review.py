@@ -52,6 +52,7 @@ from privacy_ci.service._auth import (
     require_authority,
 )
 from privacy_ci.service._guard import bearer_token
+from privacy_ci.service._status import StatusRule, http_status
 from privacy_ci.store import (
     DocumentStore,
     LabelConflict,
@@ -60,7 +61,6 @@ from privacy_ci.store import (
     PriorLabel,
     ReviewVerdict,
     StoreError,
-    UnknownDocument,
 )
 
 log = logging.getLogger("privacy_ci.service")
@@ -124,22 +124,7 @@ class UnsupportedForm(PrivacyCIError):
     """A POST whose body is not an URL-encoded form (HTTP 415)."""
 
 
-def _status(exc: PrivacyCIError) -> int:
-    if isinstance(exc, (AuthError, NotSignedIn)):
-        return 401
-    if isinstance(exc, Forbidden):
-        return 403
-    if isinstance(exc, UnknownDocument):
-        return 404
-    if isinstance(exc, LabelConflict):
-        return 409
-    if isinstance(exc, UnsupportedForm):
-        return 415
-    if isinstance(exc, ValidationFailed):
-        return 422
-    if isinstance(exc, StoreError):
-        return 503
-    return 400
+_STATUS: tuple[StatusRule, ...] = ((NotSignedIn, 401), (UnsupportedForm, 415))
 
 
 # -- forms ----------------------------------------------------------------------------
@@ -436,7 +421,7 @@ class ReviewPages:
     def error_page(
         self, request: Request, exc: PrivacyCIError, session: Session | None
     ) -> Response:
-        status = _status(exc)
+        status = http_status(exc, _STATUS)
         if isinstance(exc, NotSignedIn) and request.method in ("GET", "HEAD"):
             return self.redirect(f"{PREFIX}/login")
         if isinstance(exc, (AuthError, NotSignedIn)):

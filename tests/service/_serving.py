@@ -1,0 +1,45 @@
+"""The service on a real uvicorn on 127.0.0.1, for the tests that need a socket
+(disconnects, raw bodies, a browser, the HTTP adapters)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from fastapi import FastAPI
+
+
+def wait_for(condition: Callable[[], object], what: str, timeout: float = 20.0) -> None:
+    """Poll `condition` until it is true; an AssertionError naming `what` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def serving(app: FastAPI) -> Iterator[str]:
+    """`app` on a real uvicorn on 127.0.0.1, in a thread; yields its base URL."""
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: server.started, "uvicorn to start")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
