@@ -3,7 +3,8 @@ replicated to N documents, loaded as a corpus folder, then served in-process.
 
 For each N (default 2,000 and 10,000; ``--quick``: 2,000 only) and each store
 (SQLite in a temporary folder; PostgreSQL too with ``--pg URL``, a database it
-empties first): load time and documents/s (`load_corpus` + `load_corpus_into`),
+empties first): load time and documents/s (`load_corpus` + `load_corpus_into`,
+and `load_corpus_into` alone: the store's bulk writes),
 the first snapshot's build time, peak RSS, `retrieve_for` latency p50/p99 over 50
 queries from four requesters (warm), the first request after a write (an
 assignment), and `decide_for` p99. Each replicated document keeps its subject,
@@ -87,8 +88,10 @@ def measure(url: str, folder: Path, n: int) -> dict[str, Any]:
     store.init_schema()
     start = time.perf_counter()
     corpus = load_corpus(folder)
+    parsed = time.perf_counter()
     load_corpus_into(store, corpus)
     load_s = time.perf_counter() - start
+    write_s = time.perf_counter() - parsed
     start = time.perf_counter()
     snap = store.snapshot()
     snapshot_s = time.perf_counter() - start
@@ -115,6 +118,7 @@ def measure(url: str, folder: Path, n: int) -> dict[str, Any]:
         "documents": n,
         "load_s": round(load_s, 2),
         "load_docs_per_s": round(n / load_s),
+        "write_docs_per_s": round(n / write_s),  # load_corpus_into alone (no parsing)
         "snapshot_s": round(snapshot_s, 3),
         "rss_peak_mb": round(_rss_mb()),
         "retrieve_p50_ms": round(statistics.median(times), 2),
@@ -159,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
                 runs.append(figures)
                 print(
                     f"{engine:10} N={n:>7,}: load {figures['load_s']} s"
-                    f" ({figures['load_docs_per_s']}/s), snapshot {figures['snapshot_s']} s,"
+                    f" ({figures['load_docs_per_s']}/s; store writes"
+                    f" {figures['write_docs_per_s']}/s), snapshot {figures['snapshot_s']} s,"
                     f" retrieve p50 {figures['retrieve_p50_ms']} ms p99"
                     f" {figures['retrieve_p99_ms']} ms, after a write"
                     f" {figures['retrieve_after_write_ms']} ms, decide p99"

@@ -37,6 +37,9 @@ __all__ = ["BM25_PLUS_TOKENIZER", "LEAVES_TOKENIZER", "STORE_TOKENIZER", "Tokeni
 
 _WORDS = re.compile(r"[^\W_]+", re.UNICODE)
 _TERMS = re.compile(r"(?u)\b\w\w+\b")
+# `_TERMS` on lower-cased ASCII text (where ``\w`` is ``[0-9_a-z]``): the same runs,
+# found about four times faster (bulk loads tokenize every document)
+_ASCII_TERMS = re.compile(r"[0-9_a-z]{2,}")
 
 
 @lru_cache(maxsize=4)
@@ -89,7 +92,8 @@ class Tokenizer:
         if self.split == "whitespace":
             tokens = text.lower().split()
         elif self.split == "terms":
-            tokens = _TERMS.findall(text.lower())
+            lowered = text.lower()
+            tokens = (_ASCII_TERMS if lowered.isascii() else _TERMS).findall(lowered)
         else:
             tokens = _WORDS.findall(unicodedata.normalize("NFKC", text).casefold())
         if self.stopwords:

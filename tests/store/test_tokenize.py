@@ -37,3 +37,19 @@ def test_the_fields_keep_retrieval_index_keys() -> None:
     # retrieval hashes these fields into its cache keys: names and values must stay
     assert PLUS_CONFIG.index_key() == "64dfbd3c70cf164c"
     assert LEAVES_CONFIG.index_key() == "6da86048c1979ecd"
+
+
+def test_the_ascii_fast_path_finds_the_same_terms() -> None:
+    samples = [
+        "Lipid panel: LDL 130 mg/dL, HDL_ratio=3.2; a b cd e-fg x1 _ __ a_ 2x",
+        "Patient P001's discharge summary (2024-03-01)\n\tRx: atorvastatin 20mg",
+        "  trailing_ underscores__ and ALL CAPS WORDS, I a A I'm o'clock  ",
+        "",
+    ]
+    for text in samples:
+        lowered = text.lower()
+        assert _tokenize._ASCII_TERMS.findall(lowered) == _tokenize._TERMS.findall(lowered)
+    # text that is not ASCII takes the Unicode pattern: ä, ü are word characters there
+    assert tokenize("Ärztin Müller") == list(
+        _tokenize._stemmer("english").stemWords(["ärztin", "müller"])
+    )

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+from typing import Any
+
 from privacy_ci.conductor import POLICY_AUTHORITY_ROLE, Corpus
 from privacy_ci.errors import PrivacyCIError, ValidationFailed
+from privacy_ci.store._history import require_actor
+from privacy_ci.store._ranking import tokenize
+from privacy_ci.store._sql import canonical_json, utc_now
 from privacy_ci.store._store import DocumentStore, LabelState
 
 
@@ -15,7 +21,13 @@ def load_corpus_into(
     by: str | None = None,
     content: bool = True,
 ) -> int:
-    """Write a corpus into a store, in one transaction.
+    """Write a corpus into a store, in one transaction, labels and documents in bulk.
+
+    The rows and the history are those the one-at-a-time methods would write
+    (`DocumentStore.propose_label`, then `approve_label` or `revoke_label`, and
+    `put_document`), in the same order, but written in bulk (one prepared
+    statement for all rows on SQLite, ``COPY`` on PostgreSQL) with one store
+    version bump. The texts are read, hashed and tokenized before the transaction.
 
     The policy, every agent with its role and context, the members of the Policy
     Authority (role ``Policy Authority``), the assignment relation,
@@ -45,7 +57,15 @@ def load_corpus_into(
     texts = _read_texts(corpus) if content else {}
     authority = by or corpus.policy.authority
     source = f"corpus-file:{corpus.source.name if corpus.source else 'memory'}"
-    with store.db.write():
+    proposer, approver = require_actor(source), require_actor(authority)
+    # Everything derived from the texts (digests, index terms) is computed before too.
+    documents = [
+        _document_row(doc_id, texts[doc_id])
+        for doc_id in ([*corpus.labels.ids, *corpus.unlabelled] if content else [])
+    ]
+    documents_of = {row[0]: row for row in documents}
+    documents = list(documents_of.values())  # an id listed twice is stored once
+    with store.db.write() as db:
         store.set_policy(corpus.policy, authority)
         for agent in corpus.agents:
             store.put_agent(
@@ -62,18 +82,102 @@ def load_corpus_into(
         for agent_id, subjects in sorted(corpus.assignments.items()):
             for subject in sorted(subjects):
                 store.assign(agent_id, subject, source)
+        # Labels and documents in bulk, with the rows and history the one-at-a-time
+        # methods (propose_label, approve_label / revoke_label, put_document) would
+        # write, in the same order. Rows whose keys are not stored yet are plain
+        # appends (COPY straight into the table on PostgreSQL); otherwise they replace.
+        stored: dict[str, int] = dict(db.query("SELECT doc_id, version FROM labels"))
+        stored_documents = {
+            row[0]
+            for row in db.query("SELECT doc_id FROM documents UNION SELECT doc_id FROM doc_terms")
+        }
+        label_rows: list[tuple[Any, ...]] = []
+        history: list[tuple[str, ...]] = []
         for label in corpus.labels:
-            store.propose_label(label, source, "hand-authored label from the corpus files")
-            if target is LabelState.APPROVED:
-                store.approve_label(label.doc_id, authority, "hand-authored by the authority")
-            elif target is LabelState.REVOKED:
-                store.revoke_label(label.doc_id, authority)
-            if content:
-                store.put_document(label.doc_id, texts[label.doc_id], source)
-        if content:
-            for doc_id in corpus.unlabelled:
-                store.put_document(doc_id, texts[doc_id], source)
+            doc_id = label.doc_id
+            body = canonical_json(label.model_dump(mode="json"))
+            prior = stored.get(doc_id)
+            version = 1 if prior is None else int(prior) + 1
+            now = utc_now()
+            action = "propose" if prior is None else "edit"
+            history.append(
+                (now, proposer, action, "label", doc_id, _proposal_detail(body, version))
+            )
+            actor = proposer
+            if target is not LabelState.PROPOSED:
+                version += 1
+                actor = approver
+                history.append(
+                    _change(
+                        now,
+                        approver,
+                        "approve" if target is LabelState.APPROVED else "revoke",
+                        "label",
+                        doc_id,
+                        {
+                            "version": version,
+                            "state": target.value,
+                            "from": "proposed",
+                            "note": _APPROVAL_NOTE if target is LabelState.APPROVED else "",
+                        },
+                    )
+                )
+            label_rows.append((doc_id, body, target.value, version, actor, now))
+            if doc_id in documents_of:
+                history.append(_document_change(proposer, documents_of[doc_id]))
+        for doc_id in corpus.unlabelled if content else ():
+            history.append(_document_change(proposer, documents_of[doc_id]))
+        if label_rows or documents:
+            db.bump_version()
+        db.bulk_write(
+            "labels",
+            ("doc_id", "body", "state", "version", "updated_by", "updated_at"),
+            label_rows,
+            key=("doc_id",) if any(row[0] in stored for row in label_rows) else (),
+        )
+        replace = ("doc_id",) if stored_documents & documents_of.keys() else ()
+        db.bulk_write(
+            "documents",
+            ("doc_id", "content", "content_sha256"),
+            [row[:3] for row in documents],
+            key=replace,
+        )
+        db.bulk_write(
+            "doc_terms", ("doc_id", "terms"), [(row[0], row[3]) for row in documents], key=replace
+        )
+        db.bulk_write(
+            "history", ("at", "actor", "action", "target_kind", "target", "detail"), history
+        )
     return len(corpus.labels)
+
+
+_NOTE = "hand-authored label from the corpus files"
+_APPROVAL_NOTE = "hand-authored by the authority"
+
+
+def _document_row(doc_id: str, content: str) -> tuple[str, str, str, str]:
+    """A document's (id, content, sha256, index terms), as `put_document` stores them."""
+    digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
+    return doc_id, content, digest, canonical_json(tokenize(content))
+
+
+def _proposal_detail(body: str, version: int) -> str:
+    """`propose_label`'s history detail, around the label's JSON already written
+    (``canonical_json`` of the same dict: keys sorted, no spaces)."""
+    return (
+        f'{{"label":{body},"note":{canonical_json(_NOTE)},"state":"proposed","version":{version}}}'
+    )
+
+
+def _change(
+    at: str, actor: str, action: str, kind: str, target: str, detail: dict[str, Any]
+) -> tuple[str, ...]:
+    """A history row, as `record_change` appends it."""
+    return at, actor, action, kind, target, canonical_json(detail)
+
+
+def _document_change(actor: str, row: tuple[str, str, str, str]) -> tuple[str, ...]:
+    return _change(utc_now(), actor, "put_document", "document", row[0], {"sha256": row[2]})
 
 
 def _read_texts(corpus: Corpus) -> dict[str, str]:

@@ -367,6 +367,70 @@ class Database:
                 with self._conn.cursor() as cur:
                     cur.executemany(self._sql(sql), [tuple(r) for r in rows])
 
+    def bulk_write(
+        self,
+        table: str,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        *,
+        key: Sequence[str] = (),
+    ) -> None:
+        """Write many rows into `table` inside the current write transaction.
+
+        SQLite: one prepared ``INSERT`` run for every row (``executemany``).
+        PostgreSQL: ``COPY`` (psycopg 3 ``cursor.copy``); with `key`, the rows are
+        copied into a temporary table first and moved over with one
+        ``INSERT ... SELECT ... ON CONFLICT``.
+
+        Args:
+            table / columns: where the rows go (trusted names, never user input).
+            rows: the values, one sequence per row, in `columns` order.
+            key: the conflict key: a row whose key is already stored replaces that
+                row's other columns (empty: plain appends, e.g. the history).
+
+        Raises:
+            StoreError: outside `write()`, or the database refuses a row (then the
+                whole transaction rolls back).
+        """
+        if not rows:
+            return
+        names = ", ".join(columns)
+        upsert = ""
+        if key:
+            others = [c for c in columns if c not in key]
+            action = (
+                "DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in others)
+                if others
+                else "DO NOTHING"
+            )
+            upsert = f" ON CONFLICT ({', '.join(key)}) {action}"
+        with self._lock, self._translated():
+            if not self._depth:
+                raise StoreError("bulk_write needs a write transaction (Database.write())")
+            if self.engine == "sqlite":
+                marks = ", ".join("?" * len(columns))
+                self._conn.executemany(
+                    f"INSERT INTO {table} ({names}) VALUES ({marks}){upsert}",
+                    [tuple(r) for r in rows],
+                )
+                return
+            target = table
+            if key:
+                target = f"privacy_ci_bulk_{table}"
+                self._conn.execute(
+                    f"CREATE TEMPORARY TABLE {target} ON COMMIT DROP AS"
+                    f" SELECT {names} FROM {table} WITH NO DATA"
+                )
+            with self._conn.cursor() as cur:
+                with cur.copy(f"COPY {target} ({names}) FROM STDIN") as copy:
+                    for row in rows:
+                        copy.write_row(row)
+                if key:
+                    cur.execute(
+                        f"INSERT INTO {table} ({names}) SELECT {names} FROM {target}{upsert}"
+                    )
+                    cur.execute(f"DROP TABLE {target}")
+
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         """Run one query and return every row as a tuple."""
         with self._lock, self._translated():
