@@ -125,7 +125,7 @@ def eval_command(
         "--retriever",
         "-r",
         help="A retriever to compare with bm25-paper (repeatable): bm25-plus, dense, "
-        "dense-paper (all-mpnet-base-v2, if available locally), roles, hybrid. "
+        "dense-paper (all-mpnet-base-v2, after `make mpnet`), roles, hybrid. "
         "Default: all of them except dense-paper.",
     ),
     query: str = typer.Option("text", "--query", "-q", help="text (case text) | ci (+ CI fields)"),
