@@ -7,6 +7,7 @@ not cover; nothing is downloaded (``local_files_only``, ``HF_HUB_OFFLINE``).
 from __future__ import annotations
 
 import contextlib
+import importlib
 import importlib.util
 import os
 from collections.abc import Callable, Sequence
@@ -27,14 +28,13 @@ def torch_available() -> bool:
 
 def _quiet_loading() -> None:
     """No progress bars while weights load (they would interleave with --json output)."""
-    with contextlib.suppress(Exception):
-        from huggingface_hub.utils import disable_progress_bars  # type: ignore[attr-defined]
-
-        disable_progress_bars()
-    with contextlib.suppress(Exception):
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    # through importlib: mypy must pass with and without the torch extra installed
+    for module, name in (
+        ("huggingface_hub.utils", "disable_progress_bars"),
+        ("transformers.utils.logging", "disable_progress_bar"),
+    ):
+        with contextlib.suppress(Exception):
+            getattr(importlib.import_module(module), name)()
 
 
 class SentenceTransformerEncoder:
@@ -60,11 +60,12 @@ class SentenceTransformerEncoder:
                 "the torch embedding backend needs sentence-transformers and torch "
                 "(pip install 'privacy-ci[torch]'; see the Makefile for a CPU build of torch)"
             )
-        from sentence_transformers import SentenceTransformer
-
+        sentence_transformer: Any = importlib.import_module("sentence_transformers")
         _quiet_loading()
         try:
-            self.st: Any = SentenceTransformer(target, device=device, local_files_only=True)
+            self.st: Any = sentence_transformer.SentenceTransformer(
+                target, device=device, local_files_only=True
+            )
         except Exception as exc:
             raise ModelUnavailableError(
                 f"embedding model {target!r} is not available locally and nothing is "
