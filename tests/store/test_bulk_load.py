@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 import yaml
 
-from privacy_ci.conductor import POLICY_AUTHORITY_ROLE, Corpus, load_corpus, render_corpus
+from privacy_ci.conductor import Corpus, load_corpus, render_corpus
 from privacy_ci.conductor._corpus import riverside_dir
 from privacy_ci.store import DocumentStore, LabelState, load_corpus_into
+from privacy_ci.store._load import load_directory
 from privacy_ci.store._sql import StoreError
 from tests.store.backends import store_url
 
@@ -38,22 +39,7 @@ def load_one_at_a_time(
     authority = corpus.policy.authority
     source = f"corpus-file:{corpus.source.name if corpus.source else 'memory'}"
     with store.db.write():
-        store.set_policy(corpus.policy, authority)
-        for agent in corpus.agents:
-            store.put_agent(
-                agent.id, agent.name, {agent.role: agent.context}, source, agent.description
-            )
-        for member in corpus.directory.policy_authority:
-            store.put_agent(
-                member.id,
-                member.name,
-                {POLICY_AUTHORITY_ROLE: member.context},
-                source,
-                member.description,
-            )
-        for agent_id, subjects in sorted(corpus.assignments.items()):
-            for subject in sorted(subjects):
-                store.assign(agent_id, subject, source)
+        load_directory(store, corpus, source, authority)
         for label in corpus.labels:
             store.propose_label(label, source, "hand-authored label from the corpus files")
             if state is LabelState.APPROVED:

@@ -13,6 +13,27 @@ from privacy_ci.store._sql import canonical_json, utc_now
 from privacy_ci.store._store import DocumentStore, LabelState
 
 
+def load_directory(store: DocumentStore, corpus: Corpus, source: str, authority: str) -> None:
+    """The policy, the agents (with the Policy Authority's members) and the assignments,
+    one at a time (they are few); call inside a write transaction."""
+    store.set_policy(corpus.policy, authority)
+    for agent in corpus.agents:
+        store.put_agent(
+            agent.id, agent.name, {agent.role: agent.context}, source, agent.description
+        )
+    for member in corpus.directory.policy_authority:
+        store.put_agent(
+            member.id,
+            member.name,
+            {POLICY_AUTHORITY_ROLE: member.context},
+            source,
+            member.description,
+        )
+    for agent_id, subjects in sorted(corpus.assignments.items()):
+        for subject in sorted(subjects):
+            store.assign(agent_id, subject, source)
+
+
 def load_corpus_into(
     store: DocumentStore,
     corpus: Corpus,
@@ -66,22 +87,7 @@ def load_corpus_into(
     documents_of = {row[0]: row for row in documents}
     documents = list(documents_of.values())  # an id listed twice is stored once
     with store.db.write() as db:
-        store.set_policy(corpus.policy, authority)
-        for agent in corpus.agents:
-            store.put_agent(
-                agent.id, agent.name, {agent.role: agent.context}, source, agent.description
-            )
-        for member in corpus.directory.policy_authority:
-            store.put_agent(
-                member.id,
-                member.name,
-                {POLICY_AUTHORITY_ROLE: member.context},
-                source,
-                member.description,
-            )
-        for agent_id, subjects in sorted(corpus.assignments.items()):
-            for subject in sorted(subjects):
-                store.assign(agent_id, subject, source)
+        load_directory(store, corpus, source, authority)
         # Labels and documents in bulk, with the rows and history the one-at-a-time
         # methods (propose_label, approve_label / revoke_label, put_document) would
         # write, in the same order. Rows whose keys are not stored yet are plain
