@@ -126,6 +126,9 @@ def test_riverside_loads_in_bulk_as_row_by_row(
 def test_bulk_write_needs_a_write_transaction(empty_store: DocumentStore) -> None:
     with pytest.raises(StoreError, match="write transaction"):
         empty_store.db.bulk_write("assignments", ("agent_id", "subject_id"), [("a", "b")])
+    # a read transaction rolls back at its end: a bulk write there would vanish silently
+    with empty_store.db.read() as db, pytest.raises(StoreError, match="write transaction"):
+        db.bulk_write("assignments", ("agent_id", "subject_id"), [("a", "b")])
     with empty_store.db.write() as db:
         db.bulk_write("assignments", ("agent_id", "subject_id"), [("a", "b"), ("c", "d")])
         db.bulk_write(

@@ -256,6 +256,7 @@ class Database:
         self.name = target if self.dialect.engine == "sqlite" else redact(target)
         self._lock = threading.RLock()
         self._depth = 0
+        self._writing = False
         self._version_bumped = False
         self._errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
         if self.dialect.engine == "sqlite":
@@ -405,7 +406,7 @@ class Database:
             )
             upsert = f" ON CONFLICT ({', '.join(key)}) {action}"
         with self._lock, self._translated():
-            if not self._depth:
+            if not (self._depth and self._writing):
                 raise StoreError("bulk_write needs a write transaction (Database.write())")
             if self.engine == "sqlite":
                 marks = ", ".join("?" * len(columns))
@@ -537,14 +538,17 @@ class Database:
                 else:
                     self._conn.execute(sql)
             self._depth = 1
+            self._writing = commit  # a read rolls back: nothing may be written in it
             self._version_bumped = False
             try:
                 yield
             except BaseException:
                 self._depth = 0
+                self._writing = False
                 self._version_bumped = False
                 self._conn.execute("ROLLBACK")
                 raise
             self._depth = 0
+            self._writing = False
             self._version_bumped = False
             self._conn.execute("COMMIT" if commit else "ROLLBACK")
