@@ -23,11 +23,9 @@ import functools
 import json
 import uuid
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-
-import numpy as np
 
 from privacy_ci.conductor import Decision, Effect, Gate, Requester, Rule
 from privacy_ci.errors import PrivacyCIError
@@ -111,52 +109,37 @@ class Withheld:
 class WithheldDocuments:
     """The documents a request withholds, kept compact.
 
-    Counting them costs the same whatever their number: the scope's denials stay the
-    gate's arrays (indices and rule codes) and the documents without an approved
-    label a count, so neither the work nor the latency of a request grows with the
-    number of documents the requester may not see (a timing side channel on exactly
-    what the gate hides). `Withheld` objects are built only when listed.
+    Counting them costs the same whatever their number: the counts per rule come
+    from aggregates the store's access index keeps, so neither the work nor the
+    latency of a request grows with the number of documents the requester may not
+    see (a timing side channel on exactly what the gate hides). `Withheld` objects
+    are built only when listed, which reads the whole index.
 
     Args:
-        scope_ids: the doc ids of the gate's batch.
-        scope_denied: indices into `scope_ids` of the denied documents.
-        scope_rules: their rule codes.
-        not_approved: how many documents have no approved label.
-        list_not_approved: lists them (called only when the documents are listed).
+        counts: rule -> how many documents outside the authorized set it withholds.
+        list_scope: lists those documents with their rules, by id (called only
+            when the documents are listed).
         candidates: candidates denied on the re-check of step (c).
     """
 
-    scope_ids: Sequence[str]
-    scope_denied: np.ndarray
-    scope_rules: np.ndarray
-    not_approved: int
-    list_not_approved: Callable[[], list[str]]
+    counts: Mapping[Rule, int]
+    list_scope: Callable[[], list[tuple[str, Rule]]]
     candidates: tuple[Withheld, ...] = ()
 
     @property
     def count(self) -> int:
-        return len(self.scope_denied) + self.not_approved + len(self.candidates)
+        return sum(self.counts.values()) + len(self.candidates)
 
     def rule_counts(self) -> dict[str, int]:
         """How many documents each rule withholds (rule key -> count), largest first."""
-        counts: Counter[str] = Counter()
-        codes = np.bincount(self.scope_rules.astype(np.int64), minlength=1)
-        for code in np.flatnonzero(codes).tolist():
-            counts[_RULES[code].key] += int(codes[code])
-        if self.not_approved:
-            counts[Rule.INVALID_LABEL.key] += self.not_approved
+        counts: Counter[str] = Counter({rule.key: n for rule, n in self.counts.items() if n})
         counts.update(w.rule.key for w in self.candidates)
         return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
     def listed(self) -> tuple[Withheld, ...]:
-        """Every withheld document with its rule: scope denials, unapproved, candidates."""
-        out = [
-            Withheld(self.scope_ids[i], _RULES[r], "scope")
-            for i, r in zip(self.scope_denied.tolist(), self.scope_rules.tolist(), strict=True)
-        ]
-        out += [Withheld(d, Rule.INVALID_LABEL, "scope") for d in self.list_not_approved()]
-        out += self.candidates
-        return tuple(out)
+        """Every withheld document with its rule: the scope's by id, then candidates."""
+        out = [Withheld(doc_id, rule, "scope") for doc_id, rule in self.list_scope()]
+        return (*out, *self.candidates)
 
 
 @dataclass(frozen=True)
@@ -349,10 +332,11 @@ def decide_batch_for(
         # a programming error (callers pass a constant), not a user error
         raise ValueError("unknown must be 'raise' or 'deny'")
     snap = store.snapshot()
-    missing = [d for d in dict.fromkeys(doc_ids) if d not in snap.labels]
+    labels = store.read_labels(list(dict.fromkeys(doc_ids)))
+    missing = [d for d in dict.fromkeys(doc_ids) if d not in labels]
     if missing and unknown == "raise":
         raise UnknownDocument(missing)
-    flows = [decide_label(snap.gate, requester, snap.labels.get(d), d) for d in doc_ids]
+    flows = [decide_label(snap.gate, requester, labels.get(d), d) for d in doc_ids]
     rid = request_id or uuid.uuid4().hex
     if compact:
         store.audit.append([_batch_entry(rid, requester, action, flows, snap)])
@@ -441,28 +425,31 @@ def retrieve_for(
         raise PrivacyCIError(f"k must be between 1 and {MAX_K}, got {k}")
     snap = store.snapshot()
     gate = snap.gate
+    index = snap.index
 
-    # (a) scope: the authorized set, from approved labels and assignments only.
-    batch = gate.decide_batch(requester, snap.compiled)
-    authorized = batch.permitted_ids()
-    denied = np.flatnonzero(~batch.permitted)
-    labels = snap.labels
-
-    def not_approved() -> list[str]:
-        return [d for d, rec in labels.items() if rec.state is not LabelState.APPROVED]
-
-    withheld: list[Withheld] = []  # candidates denied on the re-check
-
-    # (b) candidate resolution over the authorized set only (index terms, no content).
+    # (a) scope: the authorized set, from approved labels and assignments only, as
+    # the requester's access partitions; (b) candidate resolution within them only
+    # (index terms, no content). The index's lock makes (a) and (b) one state.
+    with index.lock:
+        store_version = index.version
+        scope = index.scope(requester)
+        if embedder is not None:
+            authorized = index.authorized(scope)
+        else:
+            candidates = index.top_k(scope, query, k)
     if embedder is not None:
         candidates = store.embedding_ranker(authorized, embedder).top_k(query, k)
-    else:
-        candidates = snap.ranker(authorized).top_k(query, k)
+
+    def list_scope() -> list[tuple[str, Rule]]:
+        with index.lock:
+            return index.listed(requester, scope)
+
+    withheld: list[Withheld] = []  # candidates denied on the re-check
 
     # (c) decide each candidate again on its label as stored now; (d) fetch the permitted.
     ids = [d for d, _ in candidates]
     with store.reading():
-        fresh = store.read_labels(ids, known=snap.labels)
+        fresh = store.read_labels(ids)
         flows = [decide_label(gate, requester, fresh.get(d), d, s) for d, s in candidates]
         permitted = [f.doc_id for f in flows if f.permitted]
         content = store.fetch_content(permitted)
@@ -483,19 +470,19 @@ def retrieve_for(
             withheld.append(Withheld(flow.doc_id, flow.decision.rule, "candidate"))
 
     rid = request_id or uuid.uuid4().hex
-    scope = AuditEntry(
+    summary = AuditEntry(
         **_who(rid, requester, action),
         doc_id=None,
         decision="scope",
         rule=None,
         policy_version=gate.version,
         label_version=None,
-        store_version=snap.version,
+        store_version=store_version,
         detail=json.dumps(
             {
-                "authorized": len(authorized),
-                "denied": len(batch) - len(authorized),
-                "not_approved": len(snap.labels) - len(batch),
+                "authorized": scope.authorized,
+                "denied": sum(scope.withheld.values()) - scope.not_approved,
+                "not_approved": scope.not_approved,
                 "candidates": len(candidates),
                 "k": k,
             },
@@ -503,23 +490,17 @@ def retrieve_for(
             separators=(",", ":"),
         ),
     )
-    store.audit.append([scope, *(_entry(rid, requester, action, f, snap.version) for f in flows)])
+    entries = [_entry(rid, requester, action, f, store_version) for f in flows]
+    store.audit.append([summary, *entries])
     return GatedRetrieval(
         request_id=rid,
         requester=requester,
         query=query,
         k=k,
         policy_version=gate.version,
-        store_version=snap.version,
-        authorized_count=len(authorized),
+        store_version=store_version,
+        authorized_count=scope.authorized,
         admitted=tuple(admitted),
         decisions=tuple(flows),
-        withheld_documents=WithheldDocuments(
-            batch.doc_ids,
-            denied,
-            batch.rules[denied],
-            len(snap.labels) - len(batch),
-            not_approved,
-            tuple(withheld),
-        ),
+        withheld_documents=WithheldDocuments(scope.withheld, list_scope, tuple(withheld)),
     )

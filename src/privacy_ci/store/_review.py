@@ -245,11 +245,7 @@ class ReviewMixin(LabelsMixin, SnapshotMixin):
     def pending_reviews(self) -> list[PendingReview]:
         """Every label awaiting review (state ``proposed``), ordered by document id."""
         snap = self.snapshot()
-        return [
-            self._pending_review(snap, record)
-            for record in snap.labels.values()
-            if record.state is LabelState.PROPOSED
-        ]
+        return [self._pending_review(snap, record) for record in self.labels(LabelState.PROPOSED)]
 
     def pending_review(self, doc_id: str, edited: Label | None = None) -> PendingReview:
         """One proposal with its consequence; with `edited`, the consequence of the

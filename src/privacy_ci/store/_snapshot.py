@@ -1,50 +1,42 @@
-"""`Snapshot`: everything a request needs from the store, read at one store version.
+"""`Snapshot`: what a request needs from the store, at one store version.
 
-Every write bumps the store version in its transaction; everything derived from
-the store (the compiled approved labels, the agents and assignments, the ranking
-indexes) lives in a `Snapshot` keyed by that version, and every request reads the
-version first, so a revocation takes effect on the very next request, in this
-process or any other sharing the database.
+Every write bumps the store version and appends history rows in its transaction.
+A `Snapshot` holds the policy, its gate, the agents and the assignments, and the
+store's `AccessIndex` (the access partitions and their postings); every request
+reads the version first, and when it moved, `refresh_snapshot` applies only the
+history since the last version seen, re-reading only what it names. So a
+revocation takes effect on the very next request, in this process or any other
+sharing the database, and a write costs in proportion to what it changed: no
+whole-store copy is built on the request path.
 """
 
 from __future__ import annotations
 
-import json
 import threading
-from collections import OrderedDict
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from privacy_ci.conductor import CompiledLabels, Gate, Policy, Requester
+from privacy_ci.conductor import Gate, Policy, Requester
 from privacy_ci.store._agents import AgentRecord, RoleNotHeld, UnknownAgent, read_agents
 from privacy_ci.store._assignments import read_assignments
 from privacy_ci.store._base import StoreBase
-from privacy_ci.store._labels import LABEL_COLUMNS_SQL, LabelRecord, LabelState, label_record
-from privacy_ci.store._ranking import BM25Ranker
-from privacy_ci.store._sql import Database, StoreError
-
-RANKER_CACHE_SIZE = 256
+from privacy_ci.store._index import REBUILD_FRACTION, AccessIndex
+from privacy_ci.store._sql import Database
 
 
-@dataclass
+@dataclass(frozen=True)
 class Snapshot:
-    """Everything a request needs from the store, read at one store version.
+    """The policy, agents and assignments at one store version, and the access index.
 
-    Built once per version and shared by every request at that version; never
-    mutated except for its cache of ranking indexes (one per authorized set).
+    The `index` is shared by consecutive snapshots and moved forward in place
+    (under its lock); read it through its lock.
     """
 
     version: int
     policy: Policy
     gate: Gate
-    labels: dict[str, LabelRecord]
-    approved_ids: tuple[str, ...]
-    compiled: CompiledLabels
     agents: dict[str, AgentRecord]
     assignments: dict[str, frozenset[str]]
-    terms: dict[str, tuple[str, ...]]
-    _rankers: OrderedDict[tuple[str, ...], BM25Ranker] = field(default_factory=OrderedDict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    index: AccessIndex
 
     @property
     def policy_version(self) -> str:
@@ -97,61 +89,87 @@ class Snapshot:
             assignments=self.assignments.get(agent_id, frozenset()),
         )
 
-    def ranker(self, authorized: Sequence[str]) -> BM25Ranker:
-        """The BM25 index over exactly `authorized` (built once per set and version)."""
-        key = tuple(d for d in authorized if d in self.terms)
-        with self._lock:
-            hit = self._rankers.get(key)
-            if hit is not None:
-                self._rankers.move_to_end(key)
-                return hit
-        built = BM25Ranker(key, self.terms)
-        with self._lock:
-            self._rankers[key] = built
-            while len(self._rankers) > RANKER_CACHE_SIZE:
-                self._rankers.popitem(last=False)
-        return built
-
 
 def load_snapshot(db: Database) -> Snapshot:
-    """Read a `Snapshot` in one read transaction.
+    """Build a `Snapshot` from scratch in one read transaction.
 
     Raises:
         StoreError: the store has no policy yet.
     """
     with db.read():
-        row = db.query_one("SELECT version FROM store_version WHERE id = 1")
-        version = int(row[0]) if row else 0
-        prow = db.query_one("SELECT body FROM policy WHERE id = 1")
-        if prow is None:
-            raise StoreError(
-                f"store {db.name} has no policy: load one first"
-                " (privacy-ci store load-riverside, or DocumentStore.set_policy)"
-            )
-        policy = Policy.model_validate(json.loads(prow[0]))
-        labels = {
-            r[0]: label_record(r)
-            for r in db.query(f"SELECT {LABEL_COLUMNS_SQL} FROM labels ORDER BY doc_id")
-        }
+        index = AccessIndex.load(db)
         agents = read_agents(db)
         assignments = read_assignments(db)
-        terms = {
-            d: tuple(json.loads(t)) for d, t in db.query("SELECT doc_id, terms FROM doc_terms")
-        }
-    gate = Gate(policy)
-    approved = tuple(d for d, rec in labels.items() if rec.state is LabelState.APPROVED)
-    compiled = gate.compile([labels[d].body for d in approved])
-    return Snapshot(version, policy, gate, labels, approved, compiled, agents, assignments, terms)
+    return Snapshot(index.version, index.policy, index.gate, agents, assignments, index)
+
+
+def refresh_snapshot(db: Database, prior: Snapshot) -> Snapshot:
+    """Move `prior` to the current store version, applying only the history since it.
+
+    A policy change, or more changed documents than `REBUILD_FRACTION` of the
+    store, rebuilds instead.
+    """
+    index = prior.index
+    with db.read():
+        row = db.query_one("SELECT version FROM store_version WHERE id = 1")
+        version = int(row[0]) if row else 0
+        if version == prior.version:
+            return prior
+        top = db.query_one("SELECT COALESCE(MAX(seq), 0) FROM history")
+        seq = int(top[0]) if top else 0
+        if seq - index.history_seq > max(1000, REBUILD_FRACTION * len(index.ids)):
+            return _rebuilt(db)
+        changes = db.query(
+            "SELECT target_kind, target FROM history WHERE seq > ? AND seq <= ? ORDER BY seq",
+            (index.history_seq, seq),
+        )
+        kinds = {kind for kind, _ in changes}
+        if "policy" in kinds:
+            return _rebuilt(db)
+        agents, assignments = prior.agents, prior.assignments
+        if "agent" in kinds:
+            agents = read_agents(db)
+        moved = [t for kind, t in changes if kind == "assignment"]
+        if moved:
+            assignments = dict(assignments)
+            named = [t.split("->") for t in moved]
+            if all(len(parts) == 2 for parts in named):
+                for agent_id in {parts[0] for parts in named}:
+                    held = frozenset(
+                        r[0]
+                        for r in db.query(
+                            "SELECT subject_id FROM assignments WHERE agent_id = ?", (agent_id,)
+                        )
+                    )
+                    if held:
+                        assignments[agent_id] = held
+                    else:
+                        assignments.pop(agent_id, None)
+            else:  # an id holding "->" makes the target ambiguous: read them all
+                assignments = read_assignments(db)
+        docs = [t for kind, t in changes if kind in ("label", "document")]
+        with index.lock:
+            if docs:
+                index.apply(db, docs)
+            index.version, index.history_seq = version, seq
+    return Snapshot(version, prior.policy, prior.gate, agents, assignments, index)
+
+
+def _rebuilt(db: Database) -> Snapshot:
+    index = AccessIndex.load(db)
+    return Snapshot(
+        index.version, index.policy, index.gate, read_agents(db), read_assignments(db), index
+    )
 
 
 class SnapshotMixin(StoreBase):
-    """`DocumentStore`'s cached `Snapshot` (rebuilt when the store version moves)."""
+    """`DocumentStore`'s current `Snapshot` (moved forward when the store version moves)."""
 
     _snapshot: Snapshot | None
     _snapshot_lock: threading.Lock
 
     def snapshot(self) -> Snapshot:
-        """The derived state at the current store version (rebuilt after any write).
+        """The state at the current store version (brought up to date after any write).
 
         Raises:
             StoreError: the store has no policy yet.
@@ -164,6 +182,11 @@ class SnapshotMixin(StoreBase):
             snap = self._snapshot
             if snap is not None and snap.version >= current:
                 return snap
-            snap = load_snapshot(self.db)
+            try:
+                snap = load_snapshot(self.db) if snap is None else refresh_snapshot(self.db, snap)
+            except BaseException:
+                # a refresh that failed half-way leaves the shared index unknown: rebuild next
+                self._snapshot = None
+                raise
             self._snapshot = snap
             return snap

@@ -1,0 +1,464 @@
+"""`AccessIndex`: who may receive what, and the postings to rank it, kept incrementally.
+
+What a request costs must not depend on the documents its requester may not see:
+that would be work, memory and a timing side channel on exactly what the gate
+hides. So the store's documents are kept in **access partitions**, built from the
+fields the gate reads (paper, Algorithm 1):
+
+* ``open[role]``: documents with an approved, valid label whose ACL holds the
+  role and whose tier needs no assignment (or that have no subject);
+* ``subject[s]``: documents with an approved, valid label whose tier needs an
+  assignment to their subject ``s``.
+
+A requester acting in role ``r`` (authoritative in its context) with assignments
+``A`` may receive exactly ``open[r]`` plus the documents of ``subject[s]`` for
+``s`` in ``A`` whose ACL holds ``r``. A request touches only those partitions:
+their postings for the query's terms, and per-partition counts (documents, and
+documents and terms that BM25 ranks) for its statistics. Withheld counts come from
+aggregates kept per role. Nothing is read, built or counted per document outside
+the requester's partitions.
+
+Each partition is a `Postings` (a compacted segment plus a small delta). Every
+write of the store appends history rows in its transaction; the index keeps the
+history sequence it has applied, and `refresh` reads only the rows after it and
+re-reads only the documents, agents and assignments they name: a write costs what
+it changes, in this process and in every other process sharing the database. A
+policy change, or more changes than a rebuild would cost, rebuilds it.
+
+BM25 is the Lucene variant with k1 1.5, b 0.75, computed exactly as `bm25s`
+computes it (float32 per-term scores from a float64 length normalisation, summed
+in float32 in query-term order), with document frequency, document count and
+average length over the requester's authorized set only: scores equal those of a
+`BM25Ranker` built over that set (tested).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from privacy_ci.conductor import Gate, Policy, Requester, Rule
+from privacy_ci.store._labels import LabelState
+from privacy_ci.store._postings import Postings
+from privacy_ci.store._ranking import tokenize
+from privacy_ci.store._sql import Database
+
+K1, B = 1.5, 0.75
+
+# Per document: what the index holds of its label.
+NO_LABEL, NOT_APPROVED, INVALID, VALID = 0, 1, 2, 3
+# Per (partition, role) statistics columns: documents, documents with terms, total length.
+COUNT, RANKED, LENGTH = 0, 1, 2
+
+REBUILD_FRACTION = 0.25
+"""More changed documents than this fraction of the store: rebuild rather than apply."""
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A requester's authorized set, described without listing it.
+
+    Args:
+        role: the role index in the policy, or None when checks 1-2 deny everything.
+        rule: the rule that denies everything (checks 1-2), or None.
+        subjects: the subject indices of the requester's assignments that hold documents.
+        authorized: how many documents the requester may receive.
+        ranked: how many of them have index terms (BM25's document count).
+        length: their total length in terms.
+        withheld: rule -> how many documents with a label are withheld.
+        not_approved: how many of those have no approved label.
+    """
+
+    role: int | None
+    rule: Rule | None
+    subjects: tuple[int, ...]
+    authorized: int
+    ranked: int
+    length: int
+    withheld: dict[Rule, int]
+    not_approved: int
+
+
+class _Grow:
+    """Per-document columns, grown by doubling."""
+
+    def __init__(self) -> None:
+        self.kind = np.zeros(1024, dtype=np.uint8)
+        self.acl = np.zeros(1024, dtype=np.uint64)
+        self.subject = np.full(1024, -1, dtype=np.int32)  # >= 0: needs an assignment
+        self.length = np.zeros(1024, dtype=np.int64)
+        self.has_terms = np.zeros(1024, dtype=bool)
+
+    def ensure(self, n: int) -> None:
+        size = len(self.kind)
+        if n <= size:
+            return
+        new = max(n, size * 2)
+        for name in ("kind", "acl", "subject", "length", "has_terms"):
+            old = getattr(self, name)
+            grown = np.full(new, -1, dtype=old.dtype) if name == "subject" else None
+            if grown is None:
+                grown = np.zeros(new, dtype=old.dtype)
+            grown[:size] = old
+            setattr(self, name, grown)
+
+
+class AccessIndex:
+    """The store's access partitions, their postings and aggregates, at one store version.
+
+    Built by `AccessIndex.load`; moved forward by `refresh`. Thread-safe: reads and
+    refreshes take the index's lock (a query holds it for a few milliseconds).
+    """
+
+    def __init__(self, policy: Policy, version: int, history_seq: int) -> None:
+        self.lock = threading.RLock()
+        self.policy = policy
+        self.gate = Gate(policy)
+        self.version = version
+        self.history_seq = history_seq
+        self.roles = list(policy.roles)
+        self.n_roles = len(self.roles)
+        self.ids: list[str] = []
+        self.ordinal: dict[str, int] = {}
+        self.cols = _Grow()
+        self.vocab: dict[str, int] = {}
+        self.subject_ids: dict[str, int] = {}
+        self.open = [Postings() for _ in self.roles]
+        self.open_stats = np.zeros((self.n_roles, 3), dtype=np.int64)
+        self.by_subject: dict[int, Postings] = {}
+        self.subject_stats = np.zeros((64, self.n_roles, 3), dtype=np.int64)
+        # aggregates for withheld counts
+        self.kinds = np.zeros(4, dtype=np.int64)  # documents per kind (NO_LABEL unused)
+        self.acl_count = np.zeros(self.n_roles, dtype=np.int64)  # valid, role on the ACL
+        self.waiting = np.zeros(self.n_roles, dtype=np.int64)  # ... and needing an assignment
+        # what requests read: partitions visited and postings entries scanned (for tests
+        # and benchmarks: it must not depend on documents outside a requester's scope)
+        self.work = 0
+
+    # -- building ------------------------------------------------------------------------
+    @classmethod
+    def load(cls, db: Database) -> AccessIndex:
+        """Build the index from the store (inside the caller's read transaction)."""
+        row = db.query_one("SELECT version FROM store_version WHERE id = 1")
+        version = int(row[0]) if row else 0
+        seq = db.query_one("SELECT COALESCE(MAX(seq), 0) FROM history")
+        prow = db.query_one("SELECT body FROM policy WHERE id = 1")
+        if prow is None:
+            from privacy_ci.store._sql import StoreError
+
+            raise StoreError(
+                f"store {db.name} has no policy: load one first"
+                " (privacy-ci store load-riverside, or DocumentStore.set_policy)"
+            )
+        index = cls(Policy.model_validate(json.loads(prow[0])), version, int(seq[0]) if seq else 0)
+        terms: dict[str, str] = dict(db.query("SELECT doc_id, terms FROM doc_terms"))
+        open_docs: list[list[tuple[int, dict[int, int]]]] = [[] for _ in index.roles]
+        subject_docs: dict[int, list[tuple[int, dict[int, int]]]] = {}
+        for doc_id, body, state in db.query(
+            "SELECT doc_id, body, state FROM labels ORDER BY doc_id"
+        ):
+            o = index._ordinal(doc_id)
+            counts = index._place(o, body, state, terms.get(doc_id))
+            index._count(o, +1)
+            for part, bit in index._partitions(o):
+                if part is None:
+                    open_docs[bit].append((o, counts))
+                else:
+                    subject_docs.setdefault(part, []).append((o, counts))
+        index.open = [Postings.build(docs) for docs in open_docs]
+        index.by_subject = {s: Postings.build(docs) for s, docs in subject_docs.items()}
+        return index
+
+    def _ordinal(self, doc_id: str) -> int:
+        o = self.ordinal.get(doc_id)
+        if o is None:
+            o = len(self.ids)
+            self.ids.append(doc_id)
+            self.ordinal[doc_id] = o
+            self.cols.ensure(o + 1)
+        return o
+
+    def _subject(self, subject: str) -> int:
+        s = self.subject_ids.get(subject)
+        if s is None:
+            s = len(self.subject_ids)
+            self.subject_ids[subject] = s
+            if s >= len(self.subject_stats):
+                grown = np.zeros((2 * s, self.n_roles, 3), dtype=np.int64)
+                grown[: len(self.subject_stats)] = self.subject_stats
+                self.subject_stats = grown
+        return s
+
+    def _place(
+        self, o: int, body: str | None, state: str | None, terms: str | None
+    ) -> dict[int, int]:
+        """Set a document's columns from its label row and terms; its term counts."""
+        cols = self.cols
+        cols.acl[o], cols.subject[o] = 0, -1
+        if body is None:
+            cols.kind[o] = NO_LABEL
+        elif state != LabelState.APPROVED.value:
+            cols.kind[o] = NOT_APPROVED
+        else:
+            label, _ = self.gate.check_label(json.loads(body))
+            if label is None:
+                cols.kind[o] = INVALID
+            else:
+                cols.kind[o] = VALID
+                bits = 0
+                for role in label.permitted_receiver_roles:
+                    bits |= self.gate.role_bit[role]
+                cols.acl[o] = bits
+                if self.gate.tier_requires[label.sensitivity_tier] and label.subject is not None:
+                    cols.subject[o] = self._subject(label.subject)
+        counts: dict[int, int] = {}
+        if terms is None:
+            cols.has_terms[o], cols.length[o] = False, 0
+        else:
+            words = json.loads(terms)
+            cols.has_terms[o], cols.length[o] = True, len(words)
+            vocab = self.vocab
+            for word, tf in Counter(words).items():
+                t = vocab.get(word)
+                if t is None:
+                    t = vocab[word] = len(vocab)
+                counts[t] = tf
+        return counts
+
+    def _partitions(self, o: int) -> Iterable[tuple[int | None, int]]:
+        """The partitions a document is in: (None, role) for open[role], (s, -1) for subject s."""
+        cols = self.cols
+        if cols.kind[o] != VALID:
+            return []
+        s = int(cols.subject[o])
+        if s >= 0:
+            return [(s, -1)]
+        acl = int(cols.acl[o])
+        return [(None, r) for r in range(self.n_roles) if acl >> r & 1]
+
+    def _count(self, o: int, sign: int) -> None:
+        """Add (+1) or remove (-1) a document's share of every statistic and aggregate."""
+        cols = self.cols
+        kind = int(cols.kind[o])
+        if kind == NO_LABEL:
+            return
+        self.kinds[kind] += sign
+        if kind != VALID:
+            return
+        row = np.array([1, int(cols.has_terms[o]), int(cols.length[o])], dtype=np.int64) * sign
+        acl = int(cols.acl[o])
+        s = int(cols.subject[o])
+        for r in range(self.n_roles):
+            if not acl >> r & 1:
+                continue
+            self.acl_count[r] += sign
+            if s >= 0:
+                self.waiting[r] += sign
+                self.subject_stats[s, r] += row
+            else:
+                self.open_stats[r] += row
+
+    # -- moving forward ------------------------------------------------------------------
+    def apply(self, db: Database, doc_ids: Iterable[str]) -> None:
+        """Re-read these documents' labels and terms and move them (caller holds the lock)."""
+        wanted = sorted(set(doc_ids))
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = Database.placeholders(len(chunk))
+            labels = {
+                d: (b, s)
+                for d, b, s in db.query(
+                    f"SELECT doc_id, body, state FROM labels WHERE doc_id IN ({marks})", chunk
+                )
+            }
+            terms: dict[str, str] = dict(
+                db.query(f"SELECT doc_id, terms FROM doc_terms WHERE doc_id IN ({marks})", chunk)
+            )
+            for doc_id in chunk:
+                o = self._ordinal(doc_id)
+                for part, role in self._partitions(o):
+                    self._postings(part, role).discard(o)
+                self._count(o, -1)
+                body, state = labels.get(doc_id, (None, None))
+                counts = self._place(o, body, state, terms.get(doc_id))
+                self._count(o, +1)
+                for part, role in self._partitions(o):
+                    self._postings(part, role).add(o, counts)
+
+    def _postings(self, part: int | None, role: int) -> Postings:
+        if part is None:
+            return self.open[role]
+        found = self.by_subject.get(part)
+        if found is None:
+            found = self.by_subject[part] = Postings()
+        return found
+
+    # -- reading ---------------------------------------------------------------------------
+    def scope(self, requester: Requester) -> Scope:
+        """The requester's authorized set, as partitions and counts (caller holds the lock)."""
+        gate = self.gate
+        not_approved = int(self.kinds[NOT_APPROVED])
+        labelled = int(self.kinds[NOT_APPROVED] + self.kinds[INVALID] + self.kinds[VALID])
+        role = requester.active_role
+        early: Rule | None = None
+        if role is None or role not in requester.roles:
+            early = Rule.NO_ACTIVE_ROLE
+        elif gate.role_context.get(role) is None or gate.role_context[role] != (
+            requester.active_context
+        ):
+            early = Rule.ROLE_NOT_AUTHORITATIVE
+        if early is not None or role is None:
+            rule = early or Rule.NO_ACTIVE_ROLE
+            withheld = {rule: labelled - not_approved}
+            if not_approved:
+                withheld[Rule.INVALID_LABEL] = not_approved
+            kept = {k: v for k, v in withheld.items() if v}
+            return Scope(None, rule, (), 0, 0, 0, kept, not_approved)
+        r = self.roles.index(role)
+        subjects = tuple(
+            s
+            for s in (self.subject_ids.get(name) for name in requester.assignments)
+            if s is not None
+        )
+        self.work += 1 + len(subjects)
+        stats = self.open_stats[r].copy()
+        if subjects:
+            stats += self.subject_stats[list(subjects), r].sum(axis=0)
+        unlocked = int(stats[COUNT] - self.open_stats[r, COUNT])
+        withheld = {
+            Rule.INVALID_LABEL: not_approved + int(self.kinds[INVALID]),
+            Rule.ROLE_NOT_PERMITTED: int(self.kinds[VALID] - self.acl_count[r]),
+            Rule.ASSIGNMENT_REQUIRED: int(self.waiting[r]) - unlocked,
+        }
+        return Scope(
+            r,
+            None,
+            subjects,
+            int(stats[COUNT]),
+            int(stats[RANKED]),
+            int(stats[LENGTH]),
+            {k: v for k, v in withheld.items() if v},
+            not_approved,
+        )
+
+    def _parts(self, scope: Scope) -> list[tuple[Postings, int]]:
+        """The requester's partitions, with the ACL bit to check (0: none needed)."""
+        assert scope.role is not None
+        parts = [(self.open[scope.role], 0)]
+        bit = 1 << scope.role
+        parts += [(self.by_subject[s], bit) for s in scope.subjects if s in self.by_subject]
+        return parts
+
+    def authorized(self, scope: Scope) -> list[str]:
+        """The authorized documents' ids, sorted (work in proportion to the set)."""
+        if scope.role is None:
+            return []
+        out: list[npt.NDArray[np.int32]] = []
+        acl = self.cols.acl
+        for postings, bit in self._parts(scope):
+            docs = postings.documents()
+            self.work += 1 + len(docs)
+            if bit:
+                docs = docs[(acl[docs] & np.uint64(bit)) != 0]
+            out.append(docs)
+        ids = self.ids
+        return sorted(ids[int(o)] for o in np.concatenate(out)) if out else []
+
+    def top_k(self, scope: Scope, query: str, k: int) -> list[tuple[str, float]]:
+        """BM25 over the authorized set only; the `k` best positive scores, ties by id."""
+        if scope.role is None or not scope.ranked or k <= 0:
+            return []
+        tokens = [self.vocab[t] for t in tokenize(query) if t in self.vocab]
+        if not tokens:
+            return []
+        parts = self._parts(scope)
+        acl, length = self.cols.acl, self.cols.length
+        n, avg = scope.ranked, np.float64(scope.length) / scope.ranked
+        norm: dict[int, tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]] = {}
+        for term in dict.fromkeys(tokens):
+            got_docs, got_tfs = [], []
+            for postings, bit in parts:
+                docs, tfs = postings.postings(term)
+                self.work += 1 + len(docs)
+                if bit and len(docs):
+                    keep = (acl[docs] & np.uint64(bit)) != 0
+                    docs, tfs = docs[keep], tfs[keep]
+                if len(docs):
+                    got_docs.append(docs)
+                    got_tfs.append(tfs)
+            if not got_docs:
+                continue
+            docs = np.concatenate(got_docs)
+            tf = np.concatenate(got_tfs).astype(np.float32)
+            df = len(docs)
+            idf = np.float32(math.log(1 + (n - df + 0.5) / (df + 0.5)))
+            # bm25s: float64 length normalisation, float32 per-term score
+            tfc = tf / (K1 * ((1 - B) + B * length[docs] / avg) + tf)
+            norm[term] = (docs, (idf * tfc).astype(np.float32))
+        if not norm:
+            return []
+        every = np.concatenate([docs for docs, _ in norm.values()])
+        uniq, where = np.unique(every, return_inverse=True)
+        scores = np.zeros(len(uniq), dtype=np.float32)
+        slots: dict[int, npt.NDArray[np.intp]] = {}
+        at = 0
+        for term, (docs, _) in norm.items():
+            slots[term] = where[at : at + len(docs)]
+            at += len(docs)
+        for term in tokens:  # repeats count, in query order, as bm25s sums them
+            if term in norm:
+                scores[slots[term]] += norm[term][1]
+        return _best(uniq, scores, k, self.ids)
+
+    def listed(self, requester: Requester, scope: Scope) -> list[tuple[str, Rule]]:
+        """Every labelled document outside the authorized set, with its rule, by id.
+
+        Work in proportion to the whole store: only for callers that asked to list
+        withheld documents (an operator's explanation), never on the plain path.
+        """
+        n = len(self.ids)
+        cols = self.cols
+        kind = cols.kind[:n]
+        rules = np.zeros(n, dtype=np.uint8)
+        rules[kind == NOT_APPROVED] = Rule.INVALID_LABEL
+        approved = (kind == INVALID) | (kind == VALID)
+        if scope.role is None:
+            rules[approved] = scope.rule or Rule.NO_ACTIVE_ROLE
+        else:
+            rules[kind == INVALID] = Rule.INVALID_LABEL
+            valid = kind == VALID
+            on_acl = (cols.acl[:n] & np.uint64(1 << scope.role)) != 0
+            rules[valid & ~on_acl] = Rule.ROLE_NOT_PERMITTED
+            waiting = valid & on_acl & (cols.subject[:n] >= 0)
+            unlocked = np.isin(cols.subject[:n], np.array(scope.subjects, dtype=np.int32))
+            rules[waiting & ~unlocked] = Rule.ASSIGNMENT_REQUIRED
+        ids = self.ids
+        out = [(ids[int(o)], Rule(int(rules[o]))) for o in np.flatnonzero(rules)]
+        return sorted(out)
+
+
+def _best(
+    ordinals: npt.NDArray[np.int64] | npt.NDArray[np.int32],
+    scores: npt.NDArray[np.float32],
+    k: int,
+    ids: Sequence[str],
+) -> list[tuple[str, float]]:
+    """The `k` highest positive scores, best first; equal scores ordered by document id."""
+    positive = np.flatnonzero(scores > 0)
+    if not len(positive):
+        return []
+    if len(positive) > k:
+        # every document scoring at least the k-th best (ties at the cut included)
+        kth = np.partition(scores[positive], len(positive) - k)[len(positive) - k]
+        positive = positive[scores[positive] >= kth]
+    ranked = sorted(
+        ((-float(scores[i]), ids[int(ordinals[i])]) for i in positive.tolist()),
+    )
+    return [(doc_id, -neg) for neg, doc_id in ranked[:k]]

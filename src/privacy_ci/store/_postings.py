@@ -1,0 +1,134 @@
+"""`Postings`: an inverted index over one set of documents, changed one document at a time.
+
+The store keeps one `Postings` per access partition (see `privacy_ci.store._index`).
+Most of a partition lives in one compacted segment (CSR: sorted term ids, offsets,
+then document ordinals and term frequencies); recent changes sit in a small delta
+(added documents) and a removed set (documents of the segment no longer in the
+partition). A change costs what it changes; the delta is folded into the segment
+once it grows past a fraction of the partition, so reading a term's postings never
+scans more than that fraction besides the term's own postings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+I32 = npt.NDArray[np.int32]
+_EMPTY = np.zeros(0, dtype=np.int32)
+_EMPTY.flags.writeable = False
+_ZERO_OFFSETS = np.zeros(1, dtype=np.int64)
+_ZERO_OFFSETS.flags.writeable = False
+
+MAX_DELTA = 1024
+"""A partition's delta is folded into its segment past this many changes (or 1/8 of it)."""
+
+
+class Postings:
+    """Term -> (document ordinals, term frequencies) over one set of documents."""
+
+    __slots__ = ("delta", "docs", "members", "offsets", "removed", "terms", "tfs")
+
+    def __init__(self) -> None:
+        self.terms: I32 = _EMPTY  # sorted unique term ids of the segment
+        self.offsets: npt.NDArray[np.int64] = _ZERO_OFFSETS
+        self.docs: I32 = _EMPTY  # per term, ascending ordinals
+        self.tfs: I32 = _EMPTY
+        self.members: I32 = _EMPTY  # the segment's documents, ascending
+        self.removed: set[int] = set()
+        self.delta: dict[int, Mapping[int, int]] = {}
+
+    @classmethod
+    def build(cls, documents: Iterable[tuple[int, Mapping[int, int]]]) -> Postings:
+        """A compacted index over `documents` (ordinal, term id -> frequency)."""
+        out = cls()
+        out.delta = dict(documents)
+        out.compact()
+        return out
+
+    def __len__(self) -> int:
+        return len(self.members) - len(self.removed) + len(self.delta)
+
+    def add(self, ordinal: int, counts: Mapping[int, int]) -> None:
+        """Put a document in (it must not be in already: `discard` it first)."""
+        self.delta[ordinal] = counts
+        self._settle()
+
+    def discard(self, ordinal: int) -> None:
+        """Take a document out (it must be in)."""
+        if self.delta.pop(ordinal, None) is None:
+            self.removed.add(ordinal)
+        self._settle()
+
+    def _settle(self) -> None:
+        pending = len(self.delta) + len(self.removed)
+        if pending > min(MAX_DELTA, len(self.members) // 8):
+            self.compact()
+
+    def compact(self) -> None:
+        """Fold the delta and the removals into one segment."""
+        term_of = np.repeat(self.terms, np.diff(self.offsets))
+        docs, tfs = self.docs, self.tfs
+        members = self.members
+        if self.removed:
+            gone = np.fromiter(self.removed, dtype=np.int32, count=len(self.removed))
+            keep = ~np.isin(docs, gone)
+            term_of, docs, tfs = term_of[keep], docs[keep], tfs[keep]
+            members = members[~np.isin(members, gone)]
+        if self.delta:
+            size = sum(len(c) for c in self.delta.values())
+            d_terms = np.empty(size, dtype=np.int32)
+            d_docs = np.empty(size, dtype=np.int32)
+            d_tfs = np.empty(size, dtype=np.int32)
+            at = 0
+            for ordinal, counts in self.delta.items():
+                n = len(counts)
+                d_terms[at : at + n] = np.fromiter(counts.keys(), dtype=np.int32, count=n)
+                d_tfs[at : at + n] = np.fromiter(counts.values(), dtype=np.int32, count=n)
+                d_docs[at : at + n] = ordinal
+                at += n
+            term_of = np.concatenate([term_of, d_terms])
+            docs = np.concatenate([docs, d_docs])
+            tfs = np.concatenate([tfs, d_tfs])
+            added = np.fromiter(self.delta.keys(), dtype=np.int32, count=len(self.delta))
+            members = np.union1d(members, added).astype(np.int32)
+        order = np.lexsort((docs, term_of))
+        term_of, self.docs, self.tfs = term_of[order], docs[order], tfs[order]
+        self.terms, starts = np.unique(term_of, return_index=True)
+        self.terms = self.terms.astype(np.int32)
+        self.offsets = np.append(starts, len(term_of)).astype(np.int64)
+        self.members = members.astype(np.int32)
+        self.removed = set()
+        self.delta = {}
+
+    def postings(self, term: int) -> tuple[I32, I32]:
+        """The documents holding `term` and its frequency in each."""
+        i = int(np.searchsorted(self.terms, term))
+        if i < len(self.terms) and self.terms[i] == term:
+            lo, hi = self.offsets[i], self.offsets[i + 1]
+            docs, tfs = self.docs[lo:hi], self.tfs[lo:hi]
+            if self.removed:
+                gone = np.fromiter(self.removed, dtype=np.int32, count=len(self.removed))
+                keep = ~np.isin(docs, gone)
+                docs, tfs = docs[keep], tfs[keep]
+        else:
+            docs, tfs = _EMPTY, _EMPTY
+        if self.delta:
+            extra = [(o, c[term]) for o, c in self.delta.items() if term in c]
+            if extra:
+                docs = np.concatenate([docs, np.array([o for o, _ in extra], dtype=np.int32)])
+                tfs = np.concatenate([tfs, np.array([t for _, t in extra], dtype=np.int32)])
+        return docs, tfs
+
+    def documents(self) -> I32:
+        """Every document in the partition (ordinals, unordered)."""
+        docs = self.members
+        if self.removed:
+            gone = np.fromiter(self.removed, dtype=np.int32, count=len(self.removed))
+            docs = docs[~np.isin(docs, gone)]
+        if self.delta:
+            added = np.fromiter(self.delta.keys(), dtype=np.int32, count=len(self.delta))
+            docs = np.concatenate([docs, added])
+        return docs
