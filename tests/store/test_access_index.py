@@ -20,7 +20,7 @@ import numpy as np
 
 from privacy_ci.conductor import Corpus, Gate, Label, Requester, Rule, SubjectType
 from privacy_ci.store import DocumentStore, load_corpus_into, retrieve_for
-from privacy_ci.store._index import AccessIndex
+from privacy_ci.store._index import MERGE_FROM, AccessIndex
 from privacy_ci.store._postings import Postings
 from privacy_ci.store._ranking import BM25Ranker
 from privacy_ci.store._snapshot import load_snapshot
@@ -113,6 +113,14 @@ def test_withheld_counts_equal_the_gate(riverside: DocumentStore, gate: Gate) ->
 def _writes(store: DocumentStore, corpus: Corpus) -> list[tuple[str, Any]]:
     lab = corpus.label("RMC-LAB-001")
     sal = corpus.label("RMC-SAL-001")
+    h01 = sorted(corpus.assignments["H01"])
+    assert len(h01) >= MERGE_FROM
+    h01_first = h01[0]
+    h01_doc = next(
+        label.doc_id
+        for label in corpus.labels
+        if label.subject in h01[1:] and "HR Manager" in label.permitted_receiver_roles
+    )
     return [
         ("revoke", lambda: store.revoke_label("RMC-LAB-001", "test")),
         (
@@ -146,6 +154,11 @@ def _writes(store: DocumentStore, corpus: Corpus) -> list[tuple[str, Any]]:
             ),
         ),
         ("assign", lambda: store.assign("D01", "P99", "test")),
+        # H01 holds enough subjects for merged partitions: change them, and their documents
+        ("assign merged", lambda: store.assign("H01", "P99", "test")),
+        ("unassign merged", lambda: store.unassign("H01", h01_first, "test")),
+        ("document of a merged subject", lambda: store.revoke_label(h01_doc, "test")),
+        ("reassign merged", lambda: store.assign("H01", h01_first, "test")),
         ("unassign", lambda: store.unassign("D01", "P01", "test")),
         (
             "agent role",

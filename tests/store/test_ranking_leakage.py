@@ -153,3 +153,63 @@ def test_control_a_global_index_would_leak(corpus: Corpus) -> None:
     leaky_authorized = [(d, s) for d, s in leaky if d != "SECRET-0"][:5]
     assert [d for d, _ in scoped] == [d for d, _ in leaky_authorized]
     assert [s for _, s in scoped] != [s for _, s in leaky_authorized]
+
+
+def _add_unseen_in_bulk(store: DocumentStore, corpus: Corpus, n: int, words: str) -> None:
+    """`n` documents none of REQUESTERS_100K may see, matching every query, in one write.
+
+    Written as rows (labels, index terms) in one transaction with one version bump,
+    so that the test spends its time on the path under test, not on tokenizing.
+    """
+    from privacy_ci.store._sql import canonical_json, utc_now
+
+    terms = canonical_json(tokenize(words))
+    templates = [label for label in corpus.labels if label.subject is not None]
+    labels, rows = [], []
+    for i in range(n):
+        base = templates[i % len(templates)]
+        update: dict[str, Any] = {"doc_id": f"UNSEEN-{i:06d}", "subject": f"X{i % 5000:04d}"}
+        if i % 4 == 0:  # another role's document, needing no assignment
+            update["permitted_receiver_roles"] = frozenset({"IT Contractor"})
+            update["sensitivity_tier"] = "internal"
+        label = base.model_copy(update=update)
+        state = "proposed" if i % 10 == 9 else "approved"
+        body = canonical_json(label.model_dump(mode="json"))
+        labels.append((label.doc_id, body, state, 1, "test", utc_now()))
+        rows.append((label.doc_id, terms))
+    with store.db.write() as db:
+        db.bulk_write(
+            "labels", ("doc_id", "body", "state", "version", "updated_by", "updated_at"), labels
+        )
+        db.bulk_write("doc_terms", ("doc_id", "terms"), rows)
+        db.bump_version()
+
+
+REQUESTERS_100K = ["D01", "N01", "B02", "H01", "P03"]
+
+
+def test_100k_unauthorized_documents_move_nothing(corpus: Corpus, tmp_path: Any) -> None:
+    """The leakage test on a store of 100,000 documents the requesters may not see:
+    same ids, scores and decisions, the same work on the path, 100k more withheld."""
+    queries = _queries(corpus, 30)
+    plain = DocumentStore(f"sqlite:///{tmp_path / 'plain.db'}")
+    large = DocumentStore(f"sqlite:///{tmp_path / 'large.db'}")
+    try:
+        load_corpus_into(plain, corpus)
+        load_corpus_into(large, corpus)
+        _add_unseen_in_bulk(large, corpus, 100_000, " ".join(queries))
+        small_index, index = plain.snapshot().index, large.snapshot().index
+        assert len(index.ids) == len(corpus.labels) + 100_000
+        for agent_id in REQUESTERS_100K:
+            requester = plain.snapshot().requester(agent_id)
+            for query in queries:
+                before = small_index.work, index.work
+                a = retrieve_for(plain, requester, query, k=5)
+                b = retrieve_for(large, requester, query, k=5)
+                spent = small_index.work - before[0], index.work - before[1]
+                assert spent[0] == spent[1], (agent_id, query)
+                assert _fingerprint(a) == _fingerprint(b), (agent_id, query)
+                assert b.withheld_count == a.withheld_count + 100_000
+    finally:
+        plain.close()
+        large.close()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -180,6 +181,7 @@ class DocumentFolder:
 
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
+        self._listing: frozenset[str] | None = None
 
     def describe(self) -> str:
         return f"plain documents in {self.folder}"
@@ -192,14 +194,27 @@ class DocumentFolder:
         """
         if not doc_id or doc_id in {".", ".."} or any(c in doc_id for c in "/\\\0"):
             raise PrivacyCIError(f"document id {doc_id!r} cannot name a file in {self.folder}")
-        found = [self.folder / (doc_id + s) for s in DOCUMENT_SUFFIXES]
-        found = [p for p in found if p.is_file()]
+        # one listing of the folder answers most lookups without a stat per suffix (a bulk
+        # load reads thousands); an id it does not name is looked up on disk afresh
+        names = self._names()
+        found = [self.folder / (doc_id + s) for s in DOCUMENT_SUFFIXES if doc_id + s in names]
+        if len(found) != 1:
+            found = [self.folder / (doc_id + s) for s in DOCUMENT_SUFFIXES]
+            found = [p for p in found if p.is_file()]
         if not found:
             tried = " or ".join(str(self.folder / (doc_id + s)) for s in DOCUMENT_SUFFIXES)
             raise PrivacyCIError(f"document {doc_id!r} has no content: {tried} does not exist")
         if len(found) > 1:
             raise PrivacyCIError(f"document {doc_id!r} {_several(found)}; keep one")
         return found[0]
+
+    def _names(self) -> frozenset[str]:
+        if self._listing is None:
+            try:
+                self._listing = frozenset(os.listdir(self.folder))
+            except OSError:
+                self._listing = frozenset()
+        return self._listing
 
     def content(self, doc_id: str) -> str:
         path = self.path(doc_id)

@@ -37,9 +37,11 @@ from __future__ import annotations
 import json
 import math
 import threading
-from collections import Counter
+from array import array
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 
 import numpy as np
 import numpy.typing as npt
@@ -56,6 +58,11 @@ K1, B = 1.5, 0.75
 NO_LABEL, NOT_APPROVED, INVALID, VALID = 0, 1, 2, 3
 # Per (partition, role) statistics columns: documents, documents with terms, total length.
 COUNT, RANKED, LENGTH = 0, 1, 2
+
+MERGE_FROM = 8
+"""From this many assigned subjects on, a requester's subject partitions are merged."""
+MERGED_BUDGET = 8_000_000
+"""Postings kept in merged partitions, all requesters together (least recent dropped)."""
 
 REBUILD_FRACTION = 0.25
 """More changed documents than this fraction of the store: rebuild rather than apply."""
@@ -84,6 +91,17 @@ class Scope:
     length: int
     withheld: dict[Rule, int]
     not_approved: int
+    who: str = ""
+
+
+@dataclass
+class _Merged:
+    """One requester's assigned subjects' partitions merged (see `AccessIndex._parts`)."""
+
+    postings: Postings
+    members: dict[int, npt.NDArray[np.int32]]  # subject -> its documents taken
+    built_at: int
+    size: int = 0
 
 
 class _Grow:
@@ -141,6 +159,11 @@ class AccessIndex:
         # what requests read: partitions visited and postings entries scanned (for tests
         # and benchmarks: it must not depend on documents outside a requester's scope)
         self.work = 0
+        # per (role, assigned subjects): their partitions merged, kept while none changed
+        self.changes = 0
+        self.subject_changed = np.zeros(64, dtype=np.int64)
+        self._merged: OrderedDict[tuple[int, str], _Merged] = OrderedDict()
+        self._merged_size = 0
 
     # -- building ------------------------------------------------------------------------
     @classmethod
@@ -158,22 +181,36 @@ class AccessIndex:
                 " (privacy-ci store load-riverside, or DocumentStore.set_policy)"
             )
         index = cls(Policy.model_validate(json.loads(prow[0])), version, int(seq[0]) if seq else 0)
-        terms: dict[str, str] = dict(db.query("SELECT doc_id, terms FROM doc_terms"))
-        open_docs: list[list[tuple[int, dict[int, int]]]] = [[] for _ in index.roles]
-        subject_docs: dict[int, list[tuple[int, dict[int, int]]]] = {}
-        for doc_id, body, state in db.query(
-            "SELECT doc_id, body, state FROM labels ORDER BY doc_id"
-        ):
+        # Streamed, and each document's postings appended to its partitions' flat
+        # buffers at once: the build holds no per-document objects.
+        buffers: dict[int, tuple[array[int], array[int], array[int], array[int]]] = {}
+        n_roles = index.n_roles
+        rows = db.stream(
+            "SELECT l.doc_id, l.body, l.state, t.terms FROM labels l"
+            " LEFT JOIN doc_terms t ON t.doc_id = l.doc_id ORDER BY l.doc_id"
+        )
+        for doc_id, body, state, terms in rows:
             o = index._ordinal(doc_id)
-            counts = index._place(o, body, state, terms.get(doc_id))
+            counts = index._place(o, body, state, terms)
             index._count(o, +1)
-            for part, bit in index._partitions(o):
-                if part is None:
-                    open_docs[bit].append((o, counts))
-                else:
-                    subject_docs.setdefault(part, []).append((o, counts))
-        index.open = [Postings.build(docs) for docs in open_docs]
-        index.by_subject = {s: Postings.build(docs) for s, docs in subject_docs.items()}
+            for part, role in index._partitions(o):
+                key = role if part is None else n_roles + part
+                buf = buffers.get(key)
+                if buf is None:
+                    buf = buffers[key] = (array("i"), array("i"), array("i"), array("i"))
+                buf[0].extend(counts.keys())
+                buf[1].extend(repeat(o, len(counts)))
+                buf[2].extend(counts.values())
+                buf[3].append(o)
+        for key in sorted(buffers):
+            term_of, docs, tfs, members = (
+                np.frombuffer(b, dtype=np.int32) for b in buffers.pop(key)
+            )
+            postings = Postings.from_flat(term_of, docs, tfs, members)
+            if key < n_roles:
+                index.open[key] = postings
+            else:
+                index.by_subject[key - n_roles] = postings
         return index
 
     def _ordinal(self, doc_id: str) -> int:
@@ -194,6 +231,9 @@ class AccessIndex:
                 grown = np.zeros((2 * s, self.n_roles, 3), dtype=np.int64)
                 grown[: len(self.subject_stats)] = self.subject_stats
                 self.subject_stats = grown
+                changed = np.zeros(2 * s, dtype=np.int64)
+                changed[: len(self.subject_changed)] = self.subject_changed
+                self.subject_changed = changed
         return s
 
     def _place(
@@ -252,7 +292,7 @@ class AccessIndex:
         self.kinds[kind] += sign
         if kind != VALID:
             return
-        row = np.array([1, int(cols.has_terms[o]), int(cols.length[o])], dtype=np.int64) * sign
+        ranked, length = int(cols.has_terms[o]) * sign, int(cols.length[o]) * sign
         acl = int(cols.acl[o])
         s = int(cols.subject[o])
         for r in range(self.n_roles):
@@ -261,9 +301,12 @@ class AccessIndex:
             self.acl_count[r] += sign
             if s >= 0:
                 self.waiting[r] += sign
-                self.subject_stats[s, r] += row
+                stats = self.subject_stats[s, r]
             else:
-                self.open_stats[r] += row
+                stats = self.open_stats[r]
+            stats[COUNT] += sign
+            stats[RANKED] += ranked
+            stats[LENGTH] += length
 
     # -- moving forward ------------------------------------------------------------------
     def apply(self, db: Database, doc_ids: Iterable[str]) -> None:
@@ -295,6 +338,8 @@ class AccessIndex:
     def _postings(self, part: int | None, role: int) -> Postings:
         if part is None:
             return self.open[role]
+        self.changes += 1
+        self.subject_changed[part] = self.changes
         found = self.by_subject.get(part)
         if found is None:
             found = self.by_subject[part] = Postings()
@@ -320,7 +365,7 @@ class AccessIndex:
             if not_approved:
                 withheld[Rule.INVALID_LABEL] = not_approved
             kept = {k: v for k, v in withheld.items() if v}
-            return Scope(None, rule, (), 0, 0, 0, kept, not_approved)
+            return Scope(None, rule, (), 0, 0, 0, kept, not_approved, requester.id)
         r = self.roles.index(role)
         subjects = tuple(
             s
@@ -346,15 +391,53 @@ class AccessIndex:
             int(stats[LENGTH]),
             {k: v for k, v in withheld.items() if v},
             not_approved,
+            requester.id,
         )
 
     def _parts(self, scope: Scope) -> list[tuple[Postings, int]]:
-        """The requester's partitions, with the ACL bit to check (0: none needed)."""
+        """The requester's partitions, with the ACL bit to check (0: none needed).
+
+        From `MERGE_FROM` assigned subjects on, their partitions come merged into one,
+        restricted to the role's ACL, and kept per requester: a later request
+        applies only the subjects assigned or unassigned since, and those whose
+        documents changed.
+        """
         assert scope.role is not None
         parts = [(self.open[scope.role], 0)]
         bit = 1 << scope.role
-        parts += [(self.by_subject[s], bit) for s in scope.subjects if s in self.by_subject]
-        return parts
+        mine = [s for s in scope.subjects if s in self.by_subject]
+        if len(mine) < MERGE_FROM:
+            return parts + [(self.by_subject[s], bit) for s in mine]
+        key = (scope.role, scope.who)
+        merged = self._merged.pop(key, None)
+        if merged is None:
+            merged = _Merged(Postings(), {}, -1)
+        self._merged_size -= merged.size
+        wanted = set(mine)
+        held = np.fromiter(merged.members, dtype=np.int64, count=len(merged.members))
+        stale = set(held[self.subject_changed[held] > merged.built_at].tolist()) & wanted
+        acl = self.cols.acl
+        for s in (merged.members.keys() - wanted) | stale:
+            for o in merged.members.pop(s).tolist():
+                merged.postings.discard(o)
+        for s in (wanted - merged.members.keys()) | stale:
+            source = self.by_subject[s]
+            docs = source.documents()
+            self.work += 1 + len(docs)
+            docs = docs[(acl[docs] & np.uint64(bit)) != 0]
+            for o, counts in source.counts_of(docs).items():
+                merged.postings.add(o, counts)
+            merged.members[s] = docs
+        merged.built_at = self.changes
+        merged.size = len(merged.postings.docs) + sum(
+            len(c) for c in merged.postings.delta.values()
+        )
+        self._merged[key] = merged
+        self._merged_size += merged.size
+        while self._merged_size > MERGED_BUDGET and len(self._merged) > 1:
+            _, dropped = self._merged.popitem(last=False)
+            self._merged_size -= dropped.size
+        return [*parts, (merged.postings, 0)]
 
     def authorized(self, scope: Scope) -> list[str]:
         """The authorized documents' ids, sorted (work in proportion to the set)."""
@@ -375,7 +458,9 @@ class AccessIndex:
         """BM25 over the authorized set only; the `k` best positive scores, ties by id."""
         if scope.role is None or not scope.ranked or k <= 0:
             return []
-        tokens = [self.vocab[t] for t in tokenize(query) if t in self.vocab]
+        # A term no stored document holds is looked up like any other (id -1 matches
+        # nothing): skipping it would make the work depend on the whole store's words.
+        tokens = [self.vocab.get(t, -1) for t in tokenize(query)]
         if not tokens:
             return []
         parts = self._parts(scope)

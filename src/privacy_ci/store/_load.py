@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
+import os
+import threading
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from privacy_ci.conductor import POLICY_AUTHORITY_ROLE, Corpus
@@ -80,10 +84,7 @@ def load_corpus_into(
     source = f"corpus-file:{corpus.source.name if corpus.source else 'memory'}"
     proposer, approver = require_actor(source), require_actor(authority)
     # Everything derived from the texts (digests, index terms) is computed before too.
-    documents = [
-        _document_row(doc_id, texts[doc_id])
-        for doc_id in ([*corpus.labels.ids, *corpus.unlabelled] if content else [])
-    ]
+    documents = _document_rows([*corpus.labels.ids, *corpus.unlabelled] if content else [], texts)
     documents_of = {row[0]: row for row in documents}
     documents = list(documents_of.values())  # an id listed twice is stored once
     with store.db.write() as db:
@@ -165,6 +166,43 @@ def _document_row(doc_id: str, content: str) -> tuple[str, str, str, str]:
     """A document's (id, content, sha256, index terms), as `put_document` stores them."""
     digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
     return doc_id, content, digest, canonical_json(tokenize(content))
+
+
+PARALLEL_FROM = 4000
+"""From this many documents on, a load tokenizes them in worker processes."""
+_CHUNK = 500
+
+
+def _digest_and_terms(texts: list[str]) -> list[tuple[str, str]]:
+    """Each text's sha256 and index terms (JSON): a worker process's share of a load."""
+    return [
+        (hashlib.sha256(t.encode("utf-8")).hexdigest(), canonical_json(tokenize(t))) for t in texts
+    ]
+
+
+def _document_rows(doc_ids: list[str], texts: dict[str, str]) -> list[tuple[str, str, str, str]]:
+    """`_document_row` for every id, in order; a large load uses every core.
+
+    The workers are forked, which is safe only while this process runs one thread
+    (a fork copies no other thread, but it would copy the locks they hold); a
+    process with other threads, a machine with one core, or a small load does the
+    work here. Spawned workers would re-run a caller's script without a main guard.
+    """
+    workers = min(os.cpu_count() or 1, 8)
+    if (
+        len(doc_ids) < PARALLEL_FROM
+        or workers < 2
+        or threading.active_count() > 1
+        or "fork" not in multiprocessing.get_all_start_methods()
+    ):
+        return [_document_row(d, texts[d]) for d in doc_ids]
+    chunks = [[texts[d] for d in doc_ids[i : i + _CHUNK]] for i in range(0, len(doc_ids), _CHUNK)]
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        derived = [row for part in pool.map(_digest_and_terms, chunks) for row in part]
+    return [
+        (d, texts[d], digest, terms) for d, (digest, terms) in zip(doc_ids, derived, strict=True)
+    ]
 
 
 def _proposal_detail(body: str, version: int) -> str:

@@ -69,14 +69,52 @@ class Postings:
 
     def compact(self) -> None:
         """Fold the delta and the removals into one segment."""
+        term_of, docs, tfs = self.flat()
+        self._set(term_of, docs, tfs, self.documents())
+
+    @classmethod
+    def merged(cls, parts: Iterable[tuple[Postings, I32 | None]]) -> Postings:
+        """One compacted index over several, each restricted to a set of its documents.
+
+        Args:
+            parts: (postings, keep) pairs; `keep` lists the documents of that
+                postings to take (None: all of them).
+        """
+        flats, members = [], []
+        for postings, keep in parts:
+            term_of, docs, tfs = postings.flat()
+            mine = postings.documents()
+            if keep is not None:
+                mask = np.isin(docs, keep)
+                term_of, docs, tfs = term_of[mask], docs[mask], tfs[mask]
+                mine = mine[np.isin(mine, keep)]
+            flats.append((term_of, docs, tfs))
+            members.append(mine)
+        out = cls()
+        if flats:
+            out._set(
+                np.concatenate([f[0] for f in flats]),
+                np.concatenate([f[1] for f in flats]),
+                np.concatenate([f[2] for f in flats]),
+                np.concatenate(members),
+            )
+        return out
+
+    @classmethod
+    def from_flat(cls, term_of: I32, docs: I32, tfs: I32, members: I32) -> Postings:
+        """A compacted index from flat postings (any order) and its documents."""
+        out = cls()
+        out._set(term_of, docs, tfs, members)
+        return out
+
+    def flat(self) -> tuple[I32, I32, I32]:
+        """Every posting as (term id, ordinal, frequency) arrays, delta and removals applied."""
         term_of = np.repeat(self.terms, np.diff(self.offsets))
         docs, tfs = self.docs, self.tfs
-        members = self.members
         if self.removed:
             gone = np.fromiter(self.removed, dtype=np.int32, count=len(self.removed))
             keep = ~np.isin(docs, gone)
             term_of, docs, tfs = term_of[keep], docs[keep], tfs[keep]
-            members = members[~np.isin(members, gone)]
         if self.delta:
             size = sum(len(c) for c in self.delta.values())
             d_terms = np.empty(size, dtype=np.int32)
@@ -92,14 +130,15 @@ class Postings:
             term_of = np.concatenate([term_of, d_terms])
             docs = np.concatenate([docs, d_docs])
             tfs = np.concatenate([tfs, d_tfs])
-            added = np.fromiter(self.delta.keys(), dtype=np.int32, count=len(self.delta))
-            members = np.union1d(members, added).astype(np.int32)
+        return term_of.astype(np.int32), docs, tfs
+
+    def _set(self, term_of: I32, docs: I32, tfs: I32, members: I32) -> None:
         order = np.lexsort((docs, term_of))
         term_of, self.docs, self.tfs = term_of[order], docs[order], tfs[order]
-        self.terms, starts = np.unique(term_of, return_index=True)
-        self.terms = self.terms.astype(np.int32)
+        terms, starts = np.unique(term_of, return_index=True)
+        self.terms = terms.astype(np.int32)
         self.offsets = np.append(starts, len(term_of)).astype(np.int64)
-        self.members = members.astype(np.int32)
+        self.members = np.sort(members).astype(np.int32)
         self.removed = set()
         self.delta = {}
 
@@ -121,6 +160,19 @@ class Postings:
                 docs = np.concatenate([docs, np.array([o for o, _ in extra], dtype=np.int32)])
                 tfs = np.concatenate([tfs, np.array([t for _, t in extra], dtype=np.int32)])
         return docs, tfs
+
+    def counts_of(self, keep: I32) -> dict[int, dict[int, int]]:
+        """Term frequencies of the documents `keep` (ordinal -> term id -> frequency)."""
+        out: dict[int, dict[int, int]] = {int(o): {} for o in keep.tolist()}
+        if not len(keep):
+            return out
+        term_of, docs, tfs = self.flat()
+        mask = np.isin(docs, keep)
+        for t, o, tf in zip(
+            term_of[mask].tolist(), docs[mask].tolist(), tfs[mask].tolist(), strict=True
+        ):
+            out[o][t] = tf
+        return out
 
     def documents(self) -> I32:
         """Every document in the partition (ordinals, unordered)."""
