@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from privacy_ci.conductor import Corpus, Label
+from privacy_ci.conductor import Corpus, Label, SensitivityTier
 from privacy_ci.store import (
     BM25Ranker,
     DocumentStore,
@@ -171,7 +171,7 @@ def _add_unseen_in_bulk(store: DocumentStore, corpus: Corpus, n: int, words: str
         update: dict[str, Any] = {"doc_id": f"UNSEEN-{i:06d}", "subject": f"X{i % 5000:04d}"}
         if i % 4 == 0:  # another role's document, needing no assignment
             update["permitted_receiver_roles"] = frozenset({"IT Contractor"})
-            update["sensitivity_tier"] = "internal"
+            update["sensitivity_tier"] = SensitivityTier.INTERNAL
         label = base.model_copy(update=update)
         state = "proposed" if i % 10 == 9 else "approved"
         body = canonical_json(label.model_dump(mode="json"))

@@ -232,10 +232,15 @@ class DocumentFolder:
         problems: list[str] = []
         missing_readers: dict[str, Path] = {}
         expected = ", ".join(DOCUMENT_SUFFIXES)
-        for path in sorted(self.folder.iterdir()):
-            if path.name.startswith("."):
+        # os.scandir: the entry knows whether it is a folder without another stat, and
+        # sorting names (not Path objects) keeps a folder of 100,000 files quick
+        with os.scandir(self.folder) as found:
+            entries = sorted((e.name, e.is_dir()) for e in found)
+        for name, is_dir in entries:
+            if name.startswith("."):
                 continue
-            if path.is_dir():
+            path = self.folder / name
+            if is_dir:
                 problems.append(
                     f"{path}: a folder; documents are read from {self.folder} only,"
                     " move its files up"

@@ -6,7 +6,7 @@ import hashlib
 import multiprocessing
 import os
 import threading
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
 from privacy_ci.conductor import POLICY_AUTHORITY_ROLE, Corpus
@@ -78,13 +78,12 @@ def load_corpus_into(
             is written then.
     """
     target = LabelState(state)
-    # Read every text before the transaction: a missing one fails with nothing written.
-    texts = _read_texts(corpus) if content else {}
     authority = by or corpus.policy.authority
     source = f"corpus-file:{corpus.source.name if corpus.source else 'memory'}"
     proposer, approver = require_actor(source), require_actor(authority)
-    # Everything derived from the texts (digests, index terms) is computed before too.
-    documents = _document_rows([*corpus.labels.ids, *corpus.unlabelled] if content else [], texts)
+    # Every text is read, and everything derived from it (digest, index terms)
+    # computed, before the transaction: a missing text fails with nothing written.
+    documents = _read_documents(corpus) if content else []
     documents_of = {row[0]: row for row in documents}
     documents = list(documents_of.values())  # an id listed twice is stored once
     with store.db.write() as db:
@@ -100,6 +99,13 @@ def load_corpus_into(
         }
         label_rows: list[tuple[Any, ...]] = []
         history: list[tuple[str, ...]] = []
+        # the approval's history detail, as canonical_json writes it (keys sorted), with
+        # only the version left to fill in: one JSON encoding per load, not per label
+        decided = "approve" if target is LabelState.APPROVED else "revoke"
+        note = _APPROVAL_NOTE if target is LabelState.APPROVED else ""
+        decision_head = canonical_json(
+            {"from": "proposed", "note": note, "state": target.value, "version": 0}
+        ).removesuffix("0}")
         for label in corpus.labels:
             doc_id = label.doc_id
             body = canonical_json(label.model_dump(mode="json"))
@@ -115,19 +121,7 @@ def load_corpus_into(
                 version += 1
                 actor = approver
                 history.append(
-                    _change(
-                        now,
-                        approver,
-                        "approve" if target is LabelState.APPROVED else "revoke",
-                        "label",
-                        doc_id,
-                        {
-                            "version": version,
-                            "state": target.value,
-                            "from": "proposed",
-                            "note": _APPROVAL_NOTE if target is LabelState.APPROVED else "",
-                        },
-                    )
+                    (now, approver, decided, "label", doc_id, f"{decision_head}{version}}}")
                 )
             label_rows.append((doc_id, body, target.value, version, actor, now))
             if doc_id in documents_of:
@@ -180,31 +174,6 @@ def _digest_and_terms(texts: list[str]) -> list[tuple[str, str]]:
     ]
 
 
-def _document_rows(doc_ids: list[str], texts: dict[str, str]) -> list[tuple[str, str, str, str]]:
-    """`_document_row` for every id, in order; a large load uses every core.
-
-    The workers are forked, which is safe only while this process runs one thread
-    (a fork copies no other thread, but it would copy the locks they hold); a
-    process with other threads, a machine with one core, or a small load does the
-    work here. Spawned workers would re-run a caller's script without a main guard.
-    """
-    workers = min(os.cpu_count() or 1, 8)
-    if (
-        len(doc_ids) < PARALLEL_FROM
-        or workers < 2
-        or threading.active_count() > 1
-        or "fork" not in multiprocessing.get_all_start_methods()
-    ):
-        return [_document_row(d, texts[d]) for d in doc_ids]
-    chunks = [[texts[d] for d in doc_ids[i : i + _CHUNK]] for i in range(0, len(doc_ids), _CHUNK)]
-    context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        derived = [row for part in pool.map(_digest_and_terms, chunks) for row in part]
-    return [
-        (d, texts[d], digest, terms) for d, (digest, terms) in zip(doc_ids, derived, strict=True)
-    ]
-
-
 def _proposal_detail(body: str, version: int) -> str:
     """`propose_label`'s history detail, around the label's JSON already written
     (``canonical_json`` of the same dict: keys sorted, no spaces)."""
@@ -213,29 +182,64 @@ def _proposal_detail(body: str, version: int) -> str:
     )
 
 
-def _change(
-    at: str, actor: str, action: str, kind: str, target: str, detail: dict[str, Any]
-) -> tuple[str, ...]:
-    """A history row, as `record_change` appends it."""
-    return at, actor, action, kind, target, canonical_json(detail)
-
-
 def _document_change(actor: str, row: tuple[str, str, str, str]) -> tuple[str, ...]:
-    return _change(utc_now(), actor, "put_document", "document", row[0], {"sha256": row[2]})
+    # canonical_json({"sha256": digest}), written out: a hex digest needs no escaping
+    return utc_now(), actor, "put_document", "document", row[0], f'{{"sha256":"{row[2]}"}}'
 
 
-def _read_texts(corpus: Corpus) -> dict[str, str]:
-    """Every document's text, labelled or not; every unreadable one named in one error."""
+def _read_documents(corpus: Corpus) -> list[tuple[str, str, str, str]]:
+    """Every document's (id, text, sha256, index terms), labelled or not, in order.
+
+    Every unreadable text is named in one error. A large load tokenizes in forked
+    worker processes while the texts are still being read; that is safe only while
+    this process runs one thread (a fork copies no other thread, but it would copy
+    the locks they hold), so a process with other threads, a machine with one core,
+    or a small load does the work here. (Spawned workers would re-run a caller's
+    script that has no main guard.)
+    """
     corpus.content_source  # noqa: B018  (a corpus without content: one error, not one per label)
+    doc_ids = [*corpus.labels.ids, *corpus.unlabelled]
+    workers = min(os.cpu_count() or 1, 8)
+    parallel = (
+        len(doc_ids) >= PARALLEL_FROM
+        and workers >= 2
+        and threading.active_count() == 1
+        and "fork" in multiprocessing.get_all_start_methods()
+    )
     texts: dict[str, str] = {}
     problems: list[str] = []
-    for doc_id in [*corpus.labels.ids, *corpus.unlabelled]:
-        try:
-            texts[doc_id] = corpus.document_text(doc_id)
-        except ValidationFailed as exc:
-            problems.extend(exc.problems)
-        except PrivacyCIError as exc:
-            problems.append(str(exc))
-    if problems:
-        raise ValidationFailed(problems)
-    return texts
+    pool = (
+        ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
+        if parallel
+        else None
+    )
+    try:
+        pending: list[Future[list[tuple[str, str]]]] = []
+        chunk: list[str] = []
+        for doc_id in doc_ids:
+            try:
+                text = texts[doc_id] = corpus.document_text(doc_id)
+            except ValidationFailed as exc:
+                problems.extend(exc.problems)
+                continue
+            except PrivacyCIError as exc:
+                problems.append(str(exc))
+                continue
+            if pool is not None and not problems:
+                chunk.append(text)
+                if len(chunk) == _CHUNK:
+                    pending.append(pool.submit(_digest_and_terms, chunk))
+                    chunk = []
+        if problems:
+            raise ValidationFailed(problems)
+        if pool is None:
+            return [_document_row(d, texts[d]) for d in doc_ids]
+        if chunk:
+            pending.append(pool.submit(_digest_and_terms, chunk))
+        derived = [row for future in pending for row in future.result()]
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+    return [
+        (d, texts[d], digest, terms) for d, (digest, terms) in zip(doc_ids, derived, strict=True)
+    ]

@@ -502,7 +502,8 @@ class Database:
         if self.engine == "sqlite":
             begin: tuple[tuple[str, tuple[Any, ...]], ...] = (("BEGIN IMMEDIATE", ()),)
         else:
-            begin = (("BEGIN", ()), ("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,)))
+            # one round trip: two statements in one simple query (the key is a constant)
+            begin = ((f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK:d})", ()),)
         with self._transaction(begin, commit=True):
             yield self
 
