@@ -61,6 +61,14 @@ ROUNDS = 200
 
 
 def _rss_mb() -> float:
+    """This process's peak RSS. On Linux from VmHWM, which starts afresh at exec:
+    ``ru_maxrss`` survives exec, so a child would report its parent's peak."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 

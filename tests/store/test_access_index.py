@@ -286,3 +286,41 @@ def test_postings_agree_with_a_plain_model() -> None:
     postings.compact()
     assert not postings.delta and not postings.removed
     assert np.all(np.diff(postings.terms) > 0)
+
+
+def test_vector_ranking_equals_the_reference_and_sees_new_vectors(
+    riverside: DocumentStore, gate: Gate
+) -> None:
+    from privacy_ci.store import EmbeddingRanker, HashingEmbedder
+
+    embedder = HashingEmbedder(64)
+    riverside.embed_documents(embedder)
+    other = DocumentStore(riverside.url)
+    try:
+        labels = {r.doc_id: r.label for r in riverside.labels() if r.label is not None}
+
+        def reference(store: DocumentStore, requester: Requester, query: str) -> list[Any]:
+            authorized = sorted(
+                d for d, lb in labels.items() if gate.decide(requester, lb).permitted
+            )
+            return EmbeddingRanker(
+                authorized, store.embeddings(embedder.model, authorized), embedder
+            ).top_k(query, 5)
+
+        for store in (riverside, other):
+            for requester in _requesters(store):
+                for query in QUERIES[:5]:
+                    got = retrieve_for(store, requester, query, k=5, embedder=embedder)
+                    assert [(d.doc_id, d.score) for d in got.admitted] == reference(
+                        store, requester, query
+                    ), (requester.id, query)
+        # a vector written through one handle is ranked by the other's next request
+        requester = riverside.snapshot().requester("D01")
+        target = retrieve_for(other, requester, "lipid panel", k=5, embedder=embedder)
+        last = target.admitted[-1].doc_id
+        riverside.put_embedding(last, embedder.model, embedder.embed(["lipid panel"])[0])
+        again = retrieve_for(other, requester, "lipid panel", k=5, embedder=embedder)
+        assert again.admitted[0].doc_id == last
+        assert again.admitted[0].score > 0.999
+    finally:
+        other.close()

@@ -10,6 +10,7 @@ import numpy.typing as npt
 
 from privacy_ci.store._base import StoreBase
 from privacy_ci.store._history import record_change
+from privacy_ci.store._index import StoredVectors, embeddings_version
 from privacy_ci.store._ranking import Embedder, EmbeddingRanker, tokenize
 from privacy_ci.store._sql import Database, canonical_json
 
@@ -70,7 +71,13 @@ class DocumentsMixin(StoreBase):
                 (doc_id, model, int(vec.size), vec.tobytes()),
             )
             # a new vector changes rankings: bump the version (no history row: derived data)
+            # and the vectors' own counter, which tells readers to drop cached vectors
             db.bump_version()
+            db.execute(
+                "INSERT INTO meta (key, value) VALUES ('embeddings_version', '1')"
+                " ON CONFLICT (key) DO UPDATE"
+                " SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)"
+            )
 
     def embed_documents(self, embedder: Embedder, batch: int = 64) -> int:
         """Compute and store every document's vector with `embedder` (an ingest step).
@@ -97,6 +104,14 @@ class DocumentsMixin(StoreBase):
             [model, *doc_ids],
         )
         return {d: np.frombuffer(bytes(v), dtype=np.float32) for d, v in rows}
+
+    def stored_vectors(self, model: str) -> StoredVectors:
+        """Every stored vector in the space `model`, with the embeddings version read
+        with them (for the access index's cache)."""
+        with self.db.read() as db:
+            rows = db.query("SELECT doc_id, vector FROM embeddings WHERE model = ?", (model,))
+            version = embeddings_version(db)
+        return StoredVectors(model, version, [(d, bytes(v)) for d, v in rows])
 
     def embedding_ranker(self, authorized: Sequence[str], embedder: Embedder) -> EmbeddingRanker:
         """A cosine ranker over the authorized documents' stored vectors."""

@@ -69,6 +69,15 @@ REBUILD_FRACTION = 0.25
 
 
 @dataclass(frozen=True)
+class StoredVectors:
+    """Every stored vector of one embedding model, read at one embeddings version."""
+
+    model: str
+    version: str
+    rows: list[tuple[str, bytes]]
+
+
+@dataclass(frozen=True)
 class Scope:
     """A requester's authorized set, described without listing it.
 
@@ -164,6 +173,9 @@ class AccessIndex:
         self.subject_changed = np.zeros(64, dtype=np.int64)
         self._merged: OrderedDict[tuple[int, str], _Merged] = OrderedDict()
         self._merged_size = 0
+        # per embedding model: every indexed document's vector (dropped when one is written)
+        self._vectors: dict[str, tuple[npt.NDArray[np.float32], npt.NDArray[np.bool_]]] = {}
+        self.embeddings_version = ""
 
     # -- building ------------------------------------------------------------------------
     @classmethod
@@ -181,6 +193,7 @@ class AccessIndex:
                 " (privacy-ci store load-riverside, or DocumentStore.set_policy)"
             )
         index = cls(Policy.model_validate(json.loads(prow[0])), version, int(seq[0]) if seq else 0)
+        index.embeddings_version = embeddings_version(db)
         # Streamed, and each document's postings appended to its partitions' flat
         # buffers at once: the build holds no per-document objects.
         buffers: dict[int, tuple[array[int], array[int], array[int], array[int]]] = {}
@@ -212,6 +225,74 @@ class AccessIndex:
             else:
                 index.by_subject[key - n_roles] = postings
         return index
+
+    # -- stored vectors ------------------------------------------------------------------
+    def drop_vectors(self) -> None:
+        """Forget cached vectors (a vector was written since they were read)."""
+        self._vectors.clear()
+
+    def has_vectors(self, model: str) -> bool:
+        """Whether `model`'s vectors are cached for every indexed document."""
+        found = self._vectors.get(model)
+        return found is not None and len(found[1]) >= len(self.ids)
+
+    def _load_vectors(
+        self, stored: StoredVectors
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.bool_]]:
+        """Every indexed document's stored vector, L2-normalised; cached when `stored`
+        was read at the embeddings version this index is at."""
+        rows = stored.rows
+        dim = len(np.frombuffer(rows[0][1], dtype=np.float32)) if rows else 0
+        matrix = np.zeros((len(self.ids), dim), dtype=np.float32)
+        has = np.zeros(len(self.ids), dtype=bool)
+        for doc_id, blob in rows:
+            o = self.ordinal.get(doc_id)
+            vec = np.frombuffer(blob, dtype=np.float32)
+            if o is None or len(vec) != dim:
+                continue
+            norm = float(np.linalg.norm(vec))
+            matrix[o] = vec / norm if norm else vec
+            has[o] = True
+        if stored.version == self.embeddings_version:
+            self._vectors[stored.model] = (matrix, has)
+        return matrix, has
+
+    def top_k_vectors(
+        self,
+        scope: Scope,
+        query: npt.NDArray[np.float32],
+        model: str,
+        stored: StoredVectors | None,
+        k: int,
+    ) -> list[tuple[str, float]] | None:
+        """Cosine similarity over the authorized documents with a vector in `model`'s space.
+
+        Args:
+            query: the query's vector (normalised here).
+            stored: the model's stored vectors, read by the caller outside the
+                index's lock when `has_vectors` said they are not cached (None: they are).
+
+        Returns:
+            The matches, or None when the vectors are needed: `stored` is None and
+            they were dropped (a vector was written) since the caller looked.
+        """
+        if scope.role is None or k <= 0:
+            return []
+        norm = float(np.linalg.norm(query))
+        if not norm:
+            return []
+        if self.has_vectors(model):
+            matrix, has = self._vectors[model]
+        elif stored is not None:
+            matrix, has = self._load_vectors(stored)
+        else:  # dropped since the caller looked: the caller reads them again
+            return None
+        ords = self._authorized_ordinals(scope)
+        ords = ords[has[ords]]
+        if not len(ords):
+            return []
+        scores = (matrix[ords] @ (np.asarray(query, dtype=np.float32) / norm)).astype(np.float32)
+        return _best(ords, scores, k, self.ids)
 
     def _ordinal(self, doc_id: str) -> int:
         o = self.ordinal.get(doc_id)
@@ -441,8 +522,12 @@ class AccessIndex:
 
     def authorized(self, scope: Scope) -> list[str]:
         """The authorized documents' ids, sorted (work in proportion to the set)."""
+        ids = self.ids
+        return sorted(ids[int(o)] for o in self._authorized_ordinals(scope))
+
+    def _authorized_ordinals(self, scope: Scope) -> npt.NDArray[np.int32]:
         if scope.role is None:
-            return []
+            return np.zeros(0, dtype=np.int32)
         out: list[npt.NDArray[np.int32]] = []
         acl = self.cols.acl
         for postings, bit in self._parts(scope):
@@ -451,8 +536,7 @@ class AccessIndex:
             if bit:
                 docs = docs[(acl[docs] & np.uint64(bit)) != 0]
             out.append(docs)
-        ids = self.ids
-        return sorted(ids[int(o)] for o in np.concatenate(out)) if out else []
+        return np.concatenate(out) if out else np.zeros(0, dtype=np.int32)
 
     def top_k(self, scope: Scope, query: str, k: int) -> list[tuple[str, float]]:
         """BM25 over the authorized set only; the `k` best positive scores, ties by id."""
@@ -527,6 +611,12 @@ class AccessIndex:
         ids = self.ids
         out = [(ids[int(o)], Rule(int(rules[o]))) for o in np.flatnonzero(rules)]
         return sorted(out)
+
+
+def embeddings_version(db: Database) -> str:
+    """The counter `put_embedding` bumps (empty before the first vector)."""
+    row = db.query_one("SELECT value FROM meta WHERE key = 'embeddings_version'")
+    return str(row[0]) if row else ""
 
 
 def _best(

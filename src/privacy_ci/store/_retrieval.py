@@ -3,11 +3,12 @@
 `retrieve_for` runs, in this order:
 
 a. **scope**: the requester's authorized set, from approved labels and the
-   store's assignments only (`Gate.decide_batch` over labels compiled once per
-   store version);
+   store's assignments only, as the access partitions of `AccessIndex` (Algorithm
+   1's checks over indexed label fields; counts from maintained aggregates);
 b. **candidate resolution**: BM25 (or embedding) ranking over that set only, from
-   index terms, never content; unauthorized documents are not in the index, so
-   they cannot move a score, a rank or the number of results;
+   index terms, never content; a request reads only its requester's partitions,
+   so unauthorized documents cannot move a score, a rank, the number of results,
+   or the work done;
 c. **policy decision**: each candidate is decided again by `Gate.decide`, on its
    label as stored now (a revocation since (a) is honoured);
 d. **authorized fetch and admission**: only permitted candidates' content is read,
@@ -26,6 +27,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from privacy_ci.conductor import Decision, Effect, Gate, Requester, Rule
 from privacy_ci.errors import PrivacyCIError
@@ -430,15 +433,21 @@ def retrieve_for(
     # (a) scope: the authorized set, from approved labels and assignments only, as
     # the requester's access partitions; (b) candidate resolution within them only
     # (index terms, no content). The index's lock makes (a) and (b) one state.
-    with index.lock:
-        store_version = index.version
-        scope = index.scope(requester)
-        if embedder is not None:
-            authorized = index.authorized(scope)
-        else:
-            candidates = index.top_k(scope, query, k)
-    if embedder is not None:
-        candidates = store.embedding_ranker(authorized, embedder).top_k(query, k)
+    vector = None if embedder is None else np.asarray(embedder.embed([query])[0], np.float32)
+    for _ in range(3):
+        stored = None
+        if embedder is not None and not index.has_vectors(embedder.model):
+            stored = store.stored_vectors(embedder.model)  # read outside the index's lock
+        with index.lock:
+            store_version = index.version
+            scope = index.scope(requester)
+            if embedder is None or vector is None:
+                ranked: list[tuple[str, float]] | None = index.top_k(scope, query, k)
+            else:
+                ranked = index.top_k_vectors(scope, vector, embedder.model, stored, k)
+        if ranked is not None:  # None: vectors written meanwhile, read them again
+            break
+    candidates = ranked or []
 
     def list_scope() -> list[tuple[str, Rule]]:
         with index.lock:

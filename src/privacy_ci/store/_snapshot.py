@@ -19,7 +19,7 @@ from privacy_ci.conductor import Gate, Policy, Requester
 from privacy_ci.store._agents import AgentRecord, RoleNotHeld, UnknownAgent, read_agents
 from privacy_ci.store._assignments import read_assignments
 from privacy_ci.store._base import StoreBase
-from privacy_ci.store._index import REBUILD_FRACTION, AccessIndex
+from privacy_ci.store._index import REBUILD_FRACTION, AccessIndex, embeddings_version
 from privacy_ci.store._sql import Database
 
 
@@ -148,9 +148,13 @@ def refresh_snapshot(db: Database, prior: Snapshot) -> Snapshot:
             else:  # an id holding "->" makes the target ambiguous: read them all
                 assignments = read_assignments(db)
         docs = [t for kind, t in changes if kind in ("label", "document")]
+        vectors = embeddings_version(db)
         with index.lock:
             if docs:
                 index.apply(db, docs)
+            if vectors != index.embeddings_version:
+                index.drop_vectors()
+                index.embeddings_version = vectors
             index.version, index.history_seq = version, seq
     return Snapshot(version, prior.policy, prior.gate, agents, assignments, index)
 

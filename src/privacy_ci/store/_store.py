@@ -20,10 +20,12 @@ version and append a row, with who and when, to the ``history`` table; so do
 changes to assignments, agents, the policy and content.
 
 Freshness. Every write also bumps the store version, in the same transaction.
-Everything derived from the store (the compiled approved labels, the agents and
-assignments, the ranking indexes) lives in a `Snapshot` keyed by that version,
-and every request reads the version first, so a revocation takes effect on the
-very next request, in this process or any other sharing the database.
+What a request needs (the policy, agents, assignments and the access index of
+`_index`: access partitions, their postings and aggregates) lives in a `Snapshot`
+at that version; every request reads the version first and, when it moved,
+applies the history since the last version seen, re-reading only what it names.
+So a revocation takes effect on the very next request, in this process or any
+other sharing the database, and a write costs what it changed.
 """
 
 from __future__ import annotations
