@@ -610,30 +610,43 @@ def test_gate_decisions_over_http_match_the_gate(
             assert body["permitted"] == expected
 
 
-def test_a_slow_retrieval_does_not_stall_the_other_requests(
-    riverside: DocumentStore, monkeypatch: pytest.MonkeyPatch
+SLOW_PATHS = {
+    "retrieve_for": ("/v1/retrieve", {"query": "lab results", "k": 3}),
+    "decide_for": ("/v1/decide", {"doc_id": "RMC-LAB-002"}),
+    "decide_batch_for": ("/v1/decide/batch", {"doc_ids": ["RMC-LAB-001", "RMC-LAB-002"]}),
+    "snapshot": ("/v1/decide", {"doc_id": "RMC-LAB-002"}),
+}
+
+
+@pytest.mark.parametrize("held_name", sorted(SLOW_PATHS))
+def test_a_slow_request_does_not_stall_the_other_requests(
+    riverside: DocumentStore, monkeypatch: pytest.MonkeyPatch, held_name: str
 ) -> None:
-    """The gated retrieval path runs off the event loop (issue 15): while one request's
-    retrieval is held, health checks and gate decisions still answer at once."""
+    """Store work runs off the event loop (issue 15): while one request's retrieval,
+    decision, batch or index refresh is held, health checks and gate decisions still
+    answer at once."""
     from privacy_ci.service import _app
 
     release = threading.Event()
     entered = threading.Event()
-    real = _app.retrieve_for
+    real = riverside.snapshot if held_name == "snapshot" else getattr(_app, held_name)
 
     def held(*args: Any, **kwargs: Any) -> Any:
-        entered.set()
-        assert release.wait(20), "the test never released the retrieval"
+        if not entered.is_set():  # only the first call waits: later requests pass
+            entered.set()
+            assert release.wait(20), "the test never released the held call"
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(_app, "retrieve_for", held)
+    if held_name == "snapshot":
+        monkeypatch.setattr(riverside, "snapshot", held)
+    else:
+        monkeypatch.setattr(_app, held_name, held)
+    path, body = SLOW_PATHS[held_name]
     app = create_app(riverside, ServiceSettings(jwt_key=KEY))
     with serving(app) as url, ThreadPoolExecutor(2) as pool:
         http = httpx.Client(base_url=url, timeout=30)
-        slow = pool.submit(
-            http.post, "/v1/retrieve", json={"query": "lab results", "k": 3}, headers=DOCTOR
-        )
-        assert entered.wait(10), "the retrieval never started"
+        slow = pool.submit(http.post, path, json=body, headers=DOCTOR)
+        assert entered.wait(10), "the held call never started"
         quick = httpx.Client(base_url=url, timeout=5)
         start = time.perf_counter()
         assert quick.get("/v1/health").status_code == 200

@@ -324,3 +324,65 @@ def test_vector_ranking_equals_the_reference_and_sees_new_vectors(
         assert again.admitted[0].score > 0.999
     finally:
         other.close()
+
+
+def test_concurrent_writers_and_readers_end_consistent(
+    riverside: DocumentStore, corpus: Corpus
+) -> None:
+    """Writers on their own connections change labels and assignments while readers
+    retrieve through another; afterwards every handle's index equals a rebuilt one,
+    and the audit chain verifies."""
+    import threading
+
+    readers = DocumentStore(riverside.url)
+    writers = [DocumentStore(riverside.url) for _ in range(2)]
+    ids = sorted(corpus.labels.ids)
+    subjects = sorted({s for held in corpus.assignments.values() for s in held})
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def write(store: DocumentStore, seed: int) -> None:
+        rng = random.Random(seed)
+        try:
+            for _ in range(40):
+                doc_id = rng.choice(ids)
+                if rng.random() < 0.5:
+                    store.revoke_label(doc_id, "test")
+                else:
+                    store.approve_label(doc_id, "test")
+                agent = rng.choice([("D01", "N01"), ("H01", "B01")][seed])  # each its own
+                subject = rng.choice(subjects)
+                if subject in store.assignments().get(agent, frozenset()):
+                    store.unassign(agent, subject, "test")
+                else:
+                    store.assign(agent, subject, "test")
+        except BaseException as exc:
+            errors.append(exc)
+
+    def read() -> None:
+        try:
+            while not stop.is_set():
+                for agent in ("D01", "N01", "H01", "B01"):
+                    requester = readers.snapshot().requester(agent)
+                    retrieve_for(readers, requester, "patient record lab salary", k=5)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(w, i)) for i, w in enumerate(writers)]
+    reading = [threading.Thread(target=read) for _ in range(2)]
+    try:
+        for t in threads + reading:
+            t.start()
+        for t in threads:
+            t.join(120)
+        stop.set()
+        for t in reading:
+            t.join(120)
+        assert not errors, errors
+        for store in (readers, riverside, *writers):
+            _same_as_rebuilt(store)
+        assert riverside.audit.verify().ok
+    finally:
+        stop.set()
+        for store in (readers, *writers):
+            store.close()

@@ -254,7 +254,8 @@ async def _caller(request: Request, claims: Annotated[TokenClaims, Depends(_clai
     """Resolve the token against the store: agent, role and context (403 otherwise)."""
     store: DocumentStore = request.app.state.store
     try:
-        snapshot = store.snapshot()
+        # off the event loop: bringing the index up to date after writes reads the store
+        snapshot = await asyncio.to_thread(store.snapshot)
     except StoreError as exc:
         raise _unavailable("the document store", exc) from None
     return Caller(claims, requester_from_claims(snapshot, claims))
@@ -402,12 +403,12 @@ def create_app(store: DocumentStore, settings: ServiceSettings) -> FastAPI:
     @app.get("/v1/status", response_model=StatusResponse, tags=["service"], responses=_ERRORS)
     async def status(who: Authority) -> dict[str, Any]:
         """The store's versions and counts (Policy Authority only)."""
-        counts = store.counts()
-        policy = store.policy()
+        counts = await asyncio.to_thread(store.counts)
+        policy = await asyncio.to_thread(store.policy)
         return {
             "status": "ok",
             "engine": store.engine,
-            "store_version": store.version(),
+            "store_version": await asyncio.to_thread(store.version),
             "policy_version": policy.version if policy else None,
             "documents": counts["documents"],
             "labels": counts["labels"],
@@ -426,7 +427,8 @@ def create_app(store: DocumentStore, settings: ServiceSettings) -> FastAPI:
         """
         decisions_cost(who, 1)
         rid = uuid.uuid4().hex
-        flow = decide_for(
+        flow = await asyncio.to_thread(
+            decide_for,
             store,
             who.requester,
             body.doc_id,
@@ -444,7 +446,8 @@ def create_app(store: DocumentStore, settings: ServiceSettings) -> FastAPI:
         doc_ids = list(dict.fromkeys(body.doc_ids))
         decisions_cost(who, len(doc_ids))
         rid = uuid.uuid4().hex
-        flows = decide_batch_for(
+        flows = await asyncio.to_thread(
+            decide_batch_for,
             store,
             who.requester,
             doc_ids,
@@ -586,7 +589,7 @@ def create_app(store: DocumentStore, settings: ServiceSettings) -> FastAPI:
         state: Literal["proposed", "approved", "revoked"] | None = None,
     ) -> dict[str, Any]:
         """List labels, optionally in one lifecycle state (Policy Authority only)."""
-        records = store.labels(state)
+        records = await asyncio.to_thread(store.labels, state)
         return {"count": len(records), "labels": [r.as_dict() for r in records]}
 
     @app.post(
@@ -600,7 +603,7 @@ def create_app(store: DocumentStore, settings: ServiceSettings) -> FastAPI:
     ) -> dict[str, Any]:
         """Approve a label: it grants access from the next request on (Policy Authority only)."""
         note = body.note if body else ""
-        return store.approve_label(doc_id, who.id, note).as_dict()
+        return (await asyncio.to_thread(store.approve_label, doc_id, who.id, note)).as_dict()
 
     @app.post(
         "/v1/labels/{doc_id}/revoke",
@@ -613,6 +616,6 @@ def create_app(store: DocumentStore, settings: ServiceSettings) -> FastAPI:
     ) -> dict[str, Any]:
         """Revoke a label: the document is denied from the next request on."""
         note = body.note if body else ""
-        return store.revoke_label(doc_id, who.id, note).as_dict()
+        return (await asyncio.to_thread(store.revoke_label, doc_id, who.id, note)).as_dict()
 
     return app
