@@ -610,12 +610,14 @@ def test_gate_decisions_over_http_match_the_gate(
             assert body["permitted"] == expected
 
 
-SLOW_PATHS = {
+SLOW_PATHS: dict[str, tuple[str, dict[str, Any] | None]] = {
     "retrieve_for": ("/v1/retrieve", {"query": "lab results", "k": 3}),
     "decide_for": ("/v1/decide", {"doc_id": "RMC-LAB-002"}),
     "decide_batch_for": ("/v1/decide/batch", {"doc_ids": ["RMC-LAB-001", "RMC-LAB-002"]}),
     "snapshot": ("/v1/decide", {"doc_id": "RMC-LAB-002"}),
+    "pending_reviews": ("/review", None),  # the authority's page (a GET)
 }
+_STORE_METHODS = ("snapshot", "pending_reviews")
 
 
 @pytest.mark.parametrize("held_name", sorted(SLOW_PATHS))
@@ -623,13 +625,14 @@ def test_a_slow_request_does_not_stall_the_other_requests(
     riverside: DocumentStore, monkeypatch: pytest.MonkeyPatch, held_name: str
 ) -> None:
     """Store work runs off the event loop (issue 15): while one request's retrieval,
-    decision, batch or index refresh is held, health checks and gate decisions still
-    answer at once."""
+    decision, batch, index refresh or review queue is held, health checks and gate
+    decisions still answer at once."""
     from privacy_ci.service import _app
 
     release = threading.Event()
     entered = threading.Event()
-    real = riverside.snapshot if held_name == "snapshot" else getattr(_app, held_name)
+    owner: Any = riverside if held_name in _STORE_METHODS else _app
+    real = getattr(owner, held_name)
 
     def held(*args: Any, **kwargs: Any) -> Any:
         if not entered.is_set():  # only the first call waits: later requests pass
@@ -637,15 +640,19 @@ def test_a_slow_request_does_not_stall_the_other_requests(
             assert release.wait(20), "the test never released the held call"
         return real(*args, **kwargs)
 
-    if held_name == "snapshot":
-        monkeypatch.setattr(riverside, "snapshot", held)
-    else:
-        monkeypatch.setattr(_app, held_name, held)
+    monkeypatch.setattr(owner, held_name, held)
     path, body = SLOW_PATHS[held_name]
     app = create_app(riverside, ServiceSettings(jwt_key=KEY))
     with serving(app) as url, ThreadPoolExecutor(2) as pool:
         http = httpx.Client(base_url=url, timeout=30)
-        slow = pool.submit(http.post, path, json=body, headers=DOCTOR)
+        if body is None:
+            authority = issue_token(
+                KEY, "PA1", "Policy Authority", "Administrative", authority=True
+            )
+            bearer = {"Authorization": f"Bearer {authority}"}
+            slow = pool.submit(http.get, path, headers=bearer)
+        else:
+            slow = pool.submit(http.post, path, json=body, headers=DOCTOR)
         assert entered.wait(10), "the held call never started"
         quick = httpx.Client(base_url=url, timeout=5)
         start = time.perf_counter()

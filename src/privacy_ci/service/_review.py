@@ -24,6 +24,7 @@ label fields, notes).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
@@ -511,7 +512,8 @@ def review_router(store: DocumentStore, tokens: TokenCache, *, cookie_secure: bo
         async def page(request: Request) -> Response:
             session: Session | None = None
             try:
-                session = pages.session(request)
+                # every store read and write of these pages runs off the event loop
+                session = await asyncio.to_thread(pages.session, request)
                 return await handler(request, session)
             except PrivacyCIError as exc:
                 return pages.error_page(request, exc, session)
@@ -543,7 +545,7 @@ def review_router(store: DocumentStore, tokens: TokenCache, *, cookie_secure: bo
             token = one(form, "token").strip()
             if not token:
                 raise AuthError("paste a token to sign in")
-            caller = pages.authority(token)
+            caller = await asyncio.to_thread(pages.authority, token)
         except PrivacyCIError as exc:
             return pages.error_page(request, exc, None)
         response = pages.redirect(PREFIX)
@@ -561,7 +563,7 @@ def review_router(store: DocumentStore, tokens: TokenCache, *, cookie_secure: bo
     @router.get("")
     @signed_in
     async def queue(request: Request, session: Session) -> Response:
-        reviews = store.pending_reviews()
+        reviews = await asyncio.to_thread(store.pending_reviews)
         return pages.html("queue.html", session=session, reviews=reviews)
 
     @router.get("/label")
@@ -570,14 +572,21 @@ def review_router(store: DocumentStore, tokens: TokenCache, *, cookie_secure: bo
         doc_id = request.query_params.get("doc_id", "")
         if not doc_id:
             raise ValidationFailed(["name a label: /review/label?doc_id=DOC"])
-        return pages.label_page(session, doc_id)
+        return await asyncio.to_thread(pages.label_page, session, doc_id)
 
     async def verdict(request: Request, session: Session, verdict: ReviewVerdict) -> Response:
         form = await posted(request, session)
         doc_id = one(form, "doc_id")
         version = version_field(form)
         note = one(form, "note", "").strip()
-        store.review_label(doc_id, verdict, session.caller.requester, version=version, note=note)
+        await asyncio.to_thread(
+            store.review_label,
+            doc_id,
+            verdict,
+            session.caller.requester,
+            version=version,
+            note=note,
+        )
         return pages.redirect(f"{PREFIX}/label?{_query(doc_id)}")
 
     @router.post("/approve")
@@ -597,23 +606,25 @@ def review_router(store: DocumentStore, tokens: TokenCache, *, cookie_secure: bo
         form = await posted(request, session)
         doc_id = one(form, "doc_id")
         version = version_field(form)
-        record = store.label(doc_id)
+        record = await asyncio.to_thread(store.label, doc_id)
         if record.state is not LabelState.PROPOSED or record.version != version:
             raise LabelConflict(
                 f"label {doc_id!r} changed since version {version} (it is now"
                 f" {record.state.value}, version {record.version}); review it again"
             )
         try:
-            edited = label_from_form(form, doc_id, store.snapshot().policy)
+            policy = (await asyncio.to_thread(store.snapshot)).policy
+            edited = label_from_form(form, doc_id, policy)
         except ValidationFailed as exc:
-            return pages.label_page(
+            return await asyncio.to_thread(
+                pages.label_page,
                 session,
                 doc_id,
                 edit_values=_values_from_form(form),
                 errors=exc.problems,
                 status=422,
             )
-        return pages.label_page(session, doc_id, edited=edited)
+        return await asyncio.to_thread(pages.label_page, session, doc_id, edited=edited)
 
     @router.post("/approve-edited")
     @signed_in
@@ -628,8 +639,10 @@ def review_router(store: DocumentStore, tokens: TokenCache, *, cookie_secure: bo
             raise ValidationFailed(["form field 'label' is not a JSON label"]) from None
         if not isinstance(raw, dict) or raw.get("doc_id") != doc_id:
             raise ValidationFailed([f"form field 'label' is not a label of {doc_id!r}"])
-        edited = check_label(raw, store.snapshot().policy, "edited label")
-        store.review_label(
+        policy = (await asyncio.to_thread(store.snapshot)).policy
+        edited = check_label(raw, policy, "edited label")
+        await asyncio.to_thread(
+            store.review_label,
             doc_id,
             ReviewVerdict.APPROVE,
             session.caller.requester,
@@ -652,7 +665,7 @@ def review_router(store: DocumentStore, tokens: TokenCache, *, cookie_secure: bo
         if not items:
             raise ValidationFailed(["select at least one label to approve"])
         note = one(form, "note", "").strip()
-        store.approve_labels(items, session.caller.requester, note=note)
+        await asyncio.to_thread(store.approve_labels, items, session.caller.requester, note=note)
         return pages.redirect(PREFIX)
 
     return router
