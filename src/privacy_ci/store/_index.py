@@ -42,6 +42,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -196,7 +197,7 @@ class AccessIndex:
         index.embeddings_version = embeddings_version(db)
         # Streamed, and each document's postings appended to its partitions' flat
         # buffers at once: the build holds no per-document objects.
-        buffers: dict[int, tuple[array[int], array[int], array[int], array[int]]] = {}
+        buffers: dict[int, list[array[int]]] = {}
         n_roles = index.n_roles
         rows = db.stream(
             "SELECT l.doc_id, l.body, l.state, t.terms FROM labels l"
@@ -210,15 +211,18 @@ class AccessIndex:
                 key = role if part is None else n_roles + part
                 buf = buffers.get(key)
                 if buf is None:
-                    buf = buffers[key] = (array("i"), array("i"), array("i"), array("i"))
+                    # term frequencies in 16 bits, widened if a document needs more
+                    buf = buffers[key] = [array("i"), array("i"), array("H"), array("i")]
                 buf[0].extend(counts.keys())
                 buf[1].extend(repeat(o, len(counts)))
-                buf[2].extend(counts.values())
+                try:
+                    buf[2].extend(counts.values())
+                except OverflowError:
+                    buf[2] = array("i", buf[2])
+                    buf[2].extend(counts.values())
                 buf[3].append(o)
         for key in sorted(buffers):
-            term_of, docs, tfs, members = (
-                np.frombuffer(b, dtype=np.int32) for b in buffers.pop(key)
-            )
+            term_of, docs, tfs, members = (_ints(b) for b in buffers.pop(key))
             postings = Postings.from_flat(term_of, docs, tfs, members)
             if key < n_roles:
                 index.open[key] = postings
@@ -611,6 +615,14 @@ class AccessIndex:
         ids = self.ids
         out = [(ids[int(o)], Rule(int(rules[o]))) for o in np.flatnonzero(rules)]
         return sorted(out)
+
+
+def _ints(buffer: array[int]) -> npt.NDArray[np.integer[Any]]:
+    """A build buffer as an array of its own width (no copy)."""
+    out: npt.NDArray[np.integer[Any]] = np.frombuffer(
+        buffer, dtype=np.uint16 if buffer.typecode == "H" else np.int32
+    )
+    return out
 
 
 def embeddings_version(db: Database) -> str:

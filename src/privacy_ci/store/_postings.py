@@ -12,11 +12,13 @@ scans more than that fraction besides the term's own postings.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 I32 = npt.NDArray[np.int32]
+Ints = npt.NDArray[np.integer[Any]]  # ordinals in int32, frequencies in uint16 or int32
 _EMPTY = np.zeros(0, dtype=np.int32)
 _EMPTY.flags.writeable = False
 _ZERO_OFFSETS = np.zeros(1, dtype=np.int64)
@@ -33,9 +35,9 @@ class Postings:
 
     def __init__(self) -> None:
         self.terms: I32 = _EMPTY  # sorted unique term ids of the segment
-        self.offsets: npt.NDArray[np.int64] = _ZERO_OFFSETS
+        self.offsets: Ints = _ZERO_OFFSETS
         self.docs: I32 = _EMPTY  # per term, ascending ordinals
-        self.tfs: I32 = _EMPTY
+        self.tfs: Ints = _EMPTY
         self.members: I32 = _EMPTY  # the segment's documents, ascending
         self.removed: set[int] = set()
         self.delta: dict[int, Mapping[int, int]] = {}
@@ -101,13 +103,13 @@ class Postings:
         return out
 
     @classmethod
-    def from_flat(cls, term_of: I32, docs: I32, tfs: I32, members: I32) -> Postings:
+    def from_flat(cls, term_of: Ints, docs: Ints, tfs: Ints, members: Ints) -> Postings:
         """A compacted index from flat postings (any order) and its documents."""
         out = cls()
         out._set(term_of, docs, tfs, members)
         return out
 
-    def flat(self) -> tuple[I32, I32, I32]:
+    def flat(self) -> tuple[I32, I32, Ints]:
         """Every posting as (term id, ordinal, frequency) arrays, delta and removals applied."""
         term_of = np.repeat(self.terms, np.diff(self.offsets))
         docs, tfs = self.docs, self.tfs
@@ -132,17 +134,21 @@ class Postings:
             tfs = np.concatenate([tfs, d_tfs])
         return term_of.astype(np.int32), docs, tfs
 
-    def _set(self, term_of: I32, docs: I32, tfs: I32, members: I32) -> None:
+    def _set(self, term_of: Ints, docs: Ints, tfs: Ints, members: Ints) -> None:
+        # the narrowest types that hold the values: most of the store's memory is here
         order = np.lexsort((docs, term_of))
-        term_of, self.docs, self.tfs = term_of[order], docs[order], tfs[order]
+        term_of, self.docs = term_of[order], docs[order].astype(np.int32, copy=False)
+        narrow = np.uint16 if not len(tfs) or int(tfs.max()) <= 0xFFFF else np.int32
+        self.tfs = tfs[order].astype(narrow)
         terms, starts = np.unique(term_of, return_index=True)
         self.terms = terms.astype(np.int32)
-        self.offsets = np.append(starts, len(term_of)).astype(np.int64)
+        wide = np.int32 if len(term_of) < 2**31 else np.int64
+        self.offsets = np.append(starts, len(term_of)).astype(wide)
         self.members = np.sort(members).astype(np.int32)
         self.removed = set()
         self.delta = {}
 
-    def postings(self, term: int) -> tuple[I32, I32]:
+    def postings(self, term: int) -> tuple[I32, Ints]:
         """The documents holding `term` and its frequency in each."""
         i = int(np.searchsorted(self.terms, term))
         if i < len(self.terms) and self.terms[i] == term:
