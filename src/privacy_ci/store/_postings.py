@@ -28,13 +28,20 @@ MAX_DELTA = 1024
 """A partition's delta is folded into its segment past this many changes (or 1/8 of it)."""
 
 
+def _width(top: int) -> type[np.integer[Any]]:
+    """The narrowest unsigned or signed integer type holding 0..top."""
+    if top <= 0xFFFF:
+        return np.uint16
+    return np.int32 if top < 2**31 else np.int64
+
+
 class Postings:
     """Term -> (document ordinals, term frequencies) over one set of documents."""
 
     __slots__ = ("delta", "docs", "members", "offsets", "removed", "terms", "tfs")
 
     def __init__(self) -> None:
-        self.terms: I32 = _EMPTY  # sorted unique term ids of the segment
+        self.terms: Ints = _EMPTY  # sorted unique term ids of the segment
         self.offsets: Ints = _ZERO_OFFSETS
         self.docs: I32 = _EMPTY  # per term, ascending ordinals
         self.tfs: Ints = _EMPTY
@@ -141,16 +148,18 @@ class Postings:
         narrow = np.uint16 if not len(tfs) or int(tfs.max()) <= 0xFFFF else np.int32
         self.tfs = tfs[order].astype(narrow)
         terms, starts = np.unique(term_of, return_index=True)
-        self.terms = terms.astype(np.int32)
-        wide = np.int32 if len(term_of) < 2**31 else np.int64
-        self.offsets = np.append(starts, len(term_of)).astype(wide)
+        # most partitions are one data subject's few documents: 16-bit term ids and
+        # offsets halve what their many short posting lists cost
+        self.terms = terms.astype(np.uint16 if not len(terms) or terms[-1] <= 0xFFFF else np.int32)
+        self.offsets = np.append(starts, len(term_of)).astype(_width(len(term_of)))
         self.members = np.sort(members).astype(np.int32)
         self.removed = set()
         self.delta = {}
 
     def postings(self, term: int) -> tuple[I32, Ints]:
         """The documents holding `term` and its frequency in each."""
-        i = int(np.searchsorted(self.terms, term))
+        held = 0 <= term <= np.iinfo(self.terms.dtype).max  # else no stored id can match
+        i = int(np.searchsorted(self.terms, term)) if held else len(self.terms)
         if i < len(self.terms) and self.terms[i] == term:
             lo, hi = self.offsets[i], self.offsets[i + 1]
             docs, tfs = self.docs[lo:hi], self.tfs[lo:hi]
