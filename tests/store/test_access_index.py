@@ -386,3 +386,30 @@ def test_concurrent_writers_and_readers_end_consistent(
         stop.set()
         for store in (readers, *writers):
             store.close()
+
+
+def test_rows_edited_outside_the_store_are_denied_not_fatal(riverside: DocumentStore) -> None:
+    """A label body that is not JSON (or not a label), and index terms that are not a
+    list of words, written straight into the database: the index still builds, those
+    labels are denied as invalid, that document is not ranked, every request works."""
+    from privacy_ci.store import decide_for
+
+    with riverside.db.write() as db:
+        db.execute("UPDATE labels SET body = ? WHERE doc_id = 'RMC-LAB-001'", ("{not json",))
+        db.execute("UPDATE labels SET body = ? WHERE doc_id = 'RMC-LAB-002'", ("[1, 2]",))
+        db.execute("UPDATE doc_terms SET terms = ? WHERE doc_id = 'RMC-LAB-003'", ('{"a": 1}',))
+        db.bump_version()
+    fresh = DocumentStore(riverside.url)  # builds its index from these rows
+    try:
+        for store in (riverside, fresh):
+            requester = store.snapshot().requester("D01")
+            result = retrieve_for(store, requester, "lipid panel cholesterol lab", k=20)
+            ids = [d.doc_id for d in result.admitted]
+            assert not {"RMC-LAB-001", "RMC-LAB-002", "RMC-LAB-003"} & set(ids)
+            rules = {w.doc_id: w.rule for w in result.withheld}
+            assert rules["RMC-LAB-001"] is rules["RMC-LAB-002"] is Rule.INVALID_LABEL
+            for doc_id in ("RMC-LAB-001", "RMC-LAB-002"):
+                flow = decide_for(store, requester, doc_id)
+                assert flow.decision.rule is Rule.INVALID_LABEL and flow.decision.errors
+    finally:
+        fresh.close()

@@ -332,7 +332,11 @@ class AccessIndex:
         elif state != LabelState.APPROVED.value:
             cols.kind[o] = NOT_APPROVED
         else:
-            label, _ = self.gate.check_label(json.loads(body))
+            try:
+                raw = json.loads(body)
+            except ValueError:  # a row edited outside the store: denied, never fatal
+                raw = None
+            label, _ = self.gate.check_label(raw)
             if label is None:
                 cols.kind[o] = INVALID
             else:
@@ -344,10 +348,10 @@ class AccessIndex:
                 if self.gate.tier_requires[label.sensitivity_tier] and label.subject is not None:
                     cols.subject[o] = self._subject(label.subject)
         counts: dict[int, int] = {}
-        if terms is None:
+        words = _terms(terms)
+        if words is None:
             cols.has_terms[o], cols.length[o] = False, 0
         else:
-            words = json.loads(terms)
             cols.has_terms[o], cols.length[o] = True, len(words)
             vocab = self.vocab
             for word, tf in Counter(words).items():
@@ -615,6 +619,21 @@ class AccessIndex:
         ids = self.ids
         out = [(ids[int(o)], Rule(int(rules[o]))) for o in np.flatnonzero(rules)]
         return sorted(out)
+
+
+def _terms(stored: str | None) -> list[str] | None:
+    """A document's stored index terms; None when it has none, or when the stored value
+    is not a JSON list of strings (a row edited outside the store: the document is then
+    not ranked, rather than every request failing)."""
+    if stored is None:
+        return None
+    try:
+        words = json.loads(stored)
+    except ValueError:
+        return None
+    if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+        return None
+    return words
 
 
 def _ints(buffer: array[int]) -> npt.NDArray[np.integer[Any]]:

@@ -107,13 +107,18 @@ class LabelRecord:
 def label_record(row: tuple[Any, ...]) -> LabelRecord:
     """The record a ``labels`` row holds (columns as in `LABEL_COLUMNS_SQL`)."""
     doc_id, body_text, state, version, updated_by, updated_at = row
-    body = json.loads(body_text)
     label: Label | None = None
     errors: tuple[str, ...] = ()
     try:
-        label = Label.model_validate(body)
-    except ValidationError as exc:
-        errors = tuple(format_validation_error("store", f"label {doc_id!r}", exc))
+        body = json.loads(body_text)
+    except ValueError as exc:  # a row edited outside the store: an invalid label, denied
+        body = {}
+        errors = (f"store: label {doc_id!r}: the stored body is not JSON ({exc})",)
+    if not errors:
+        try:
+            label = Label.model_validate(body)
+        except ValidationError as exc:
+            errors = tuple(format_validation_error("store", f"label {doc_id!r}", exc))
     return LabelRecord(
         doc_id, body, label, errors, LabelState(state), int(version), updated_by, updated_at
     )
