@@ -38,10 +38,11 @@ def _width(top: int) -> type[np.integer[Any]]:
 class Postings:
     """Term -> (document ordinals, term frequencies) over one set of documents."""
 
-    __slots__ = ("delta", "docs", "members", "offsets", "removed", "terms", "tfs")
+    __slots__ = ("delta", "docs", "members", "offsets", "removed", "terms", "tfs", "top")
 
     def __init__(self) -> None:
         self.terms: Ints = _EMPTY  # sorted unique term ids of the segment
+        self.top = 0x7FFFFFFF  # the largest id the terms' type holds
         self.offsets: Ints = _ZERO_OFFSETS
         self.docs: I32 = _EMPTY  # per term, ascending ordinals
         self.tfs: Ints = _EMPTY
@@ -151,6 +152,7 @@ class Postings:
         # most partitions are one data subject's few documents: 16-bit term ids and
         # offsets halve what their many short posting lists cost
         self.terms = terms.astype(np.uint16 if not len(terms) or terms[-1] <= 0xFFFF else np.int32)
+        self.top = int(np.iinfo(self.terms.dtype).max)
         self.offsets = np.append(starts, len(term_of)).astype(_width(len(term_of)))
         self.members = np.sort(members).astype(np.int32)
         self.removed = set()
@@ -158,7 +160,7 @@ class Postings:
 
     def postings(self, term: int) -> tuple[I32, Ints]:
         """The documents holding `term` and its frequency in each."""
-        held = 0 <= term <= np.iinfo(self.terms.dtype).max  # else no stored id can match
+        held = 0 <= term <= self.top  # else no stored id can match
         i = int(np.searchsorted(self.terms, term)) if held else len(self.terms)
         if i < len(self.terms) and self.terms[i] == term:
             lo, hi = self.offsets[i], self.offsets[i + 1]
