@@ -299,9 +299,15 @@ def measure(engine: str, url: str, corpus: Any, n: int) -> dict[str, Any]:
 def _empty_pg(url: str) -> None:
     import psycopg
 
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("DROP SCHEMA public CASCADE")
-        conn.execute("CREATE SCHEMA public")
+    from privacy_ci.store._sql import redact
+
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("DROP SCHEMA public CASCADE")
+            conn.execute("CREATE SCHEMA public")
+    except psycopg.Error as exc:  # a mistyped URL or a server that is down: say which
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise SystemExit(f"scale.py: cannot use PostgreSQL at {redact(url)}: {first}") from None
 
 
 def _exponent(runs: list[dict[str, Any]], key: str) -> float | None:
@@ -331,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.serve:
         print(json.dumps(serve(args.serve)))
         return 0
+    if args.pg:
+        _empty_pg(args.pg)  # an unusable URL fails now, before any work
     sizes = args.n or ([10_000] if args.quick else [10_000, 100_000])
     runs: list[dict[str, Any]] = []
     for n in sizes:

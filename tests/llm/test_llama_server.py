@@ -22,10 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,6 +33,7 @@ import pytest
 from privacy_ci.errors import PrivacyCIError
 from privacy_ci.llm import GenerationSettings, LLMConfig, user
 from privacy_ci.llm._embedded import EmbeddedBackend, embedded_unavailable_reason
+from tests.service._serving import free_port, wait_until_answering
 
 SERVER_EXTRAS = ("fastapi", "uvicorn", "sse_starlette", "starlette_context", "pydantic_settings")
 MODEL = "smollm2-135m-instruct"
@@ -65,12 +64,6 @@ def _skip_reason() -> str | None:
     return None
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def inprocess() -> EmbeddedBackend:
     reason = _skip_reason()
@@ -85,7 +78,7 @@ def inprocess() -> EmbeddedBackend:
 def server(inprocess: EmbeddedBackend, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The server's ``/v1`` URL; the process is stopped when the module ends."""
     llama: Any = inprocess._loaded().llama
-    port = _free_port()
+    port = free_port()
     log_path = tmp_path_factory.mktemp("llama-server") / "server.log"
     command = [
         sys.executable, "-m", "llama_cpp.server",
@@ -102,19 +95,12 @@ def server(inprocess: EmbeddedBackend, tmp_path_factory: pytest.TempPathFactory)
     with log_path.open("wb") as log:
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         try:
-            deadline = time.monotonic() + 90
-            while True:
-                if proc.poll() is not None:
-                    tail = log_path.read_text("utf-8", "replace")[-2000:]
-                    pytest.fail(f"llama_cpp.server exited with {proc.returncode}:\n{tail}")
-                try:
-                    if httpx.get(f"{base}/models", timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if time.monotonic() > deadline:
-                    pytest.fail("llama_cpp.server did not answer /v1/models within 90 s")
-                time.sleep(0.2)
+            wait_until_answering(
+                proc,
+                f"{base}/models",
+                "llama_cpp.server",
+                lambda: log_path.read_text("utf-8", "replace")[-2000:],
+            )
             yield base
         finally:
             proc.terminate()

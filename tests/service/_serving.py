@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+import httpx
 from fastapi import FastAPI
 
 
@@ -19,6 +21,25 @@ def wait_for(condition: Callable[[], object], what: str, timeout: float = 20.0) 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.01)
+
+
+def wait_until_answering(
+    proc: subprocess.Popen[bytes], url: str, what: str, log: Callable[[], str], timeout: float = 90
+) -> None:
+    """Poll `url` until it answers 200; an AssertionError with `log()` when the server
+    process `proc` exits first or `timeout` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            raise AssertionError(f"{what} exited with {proc.returncode}:\n{log()}")
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not answer {url} within {timeout:.0f} s:\n{log()}")
+        time.sleep(0.2)
 
 
 def free_port() -> int:

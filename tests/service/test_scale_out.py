@@ -8,10 +8,8 @@ Skipped without PostgreSQL (``eval "$(scripts/ci_postgres.sh start)"``).
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -23,6 +21,7 @@ import pytest
 from privacy_ci.conductor import Corpus
 from privacy_ci.service import generate_key, issue_token
 from privacy_ci.store import DocumentStore, load_corpus_into
+from tests.service._serving import free_port, wait_until_answering
 from tests.store.backends import PG_ENV, PG_URL, store_url
 
 pytestmark = pytest.mark.skipif(
@@ -32,16 +31,10 @@ pytestmark = pytest.mark.skipif(
 QUERY = {"query": "lipid panel cholesterol blood pressure", "k": 20}
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def _serve(url: str, key_file: Path, log: Path) -> Iterator[str]:
     """One ``privacy-ci serve`` process over `url`; yields its base URL."""
-    port = _free_port()
+    port = free_port()
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [
@@ -61,18 +54,7 @@ def _serve(url: str, key_file: Path, log: Path) -> Iterator[str]:
         )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            if proc.poll() is not None:
-                raise AssertionError(f"serve exited {proc.returncode}: {log.read_text()}")
-            try:
-                if httpx.get(f"{base}/v1/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise AssertionError(f"serve did not answer in 90 s: {log.read_text()}")
-            time.sleep(0.2)
+        wait_until_answering(proc, f"{base}/v1/health", "serve", log.read_text)
         yield base
     finally:
         proc.terminate()

@@ -44,7 +44,7 @@ def _answers(index: AccessIndex, requester: Requester) -> dict[str, Any]:
             "authorized": index.authorized(scope),
             "counts": (scope.authorized, scope.ranked, scope.length),
             "withheld": dict(scope.withheld),
-            "listed": index.listed(requester, scope),
+            "listed": index.listed(scope),
             "top": [index.top_k(scope, q, 10) for q in QUERIES],
         }
 

@@ -11,7 +11,7 @@ import numpy.typing as npt
 from privacy_ci.store._base import StoreBase
 from privacy_ci.store._history import record_change
 from privacy_ci.store._index import StoredVectors, embeddings_version
-from privacy_ci.store._ranking import Embedder, EmbeddingRanker, tokenize
+from privacy_ci.store._ranking import Embedder, tokenize
 from privacy_ci.store._sql import Database, canonical_json
 
 
@@ -112,7 +112,3 @@ class DocumentsMixin(StoreBase):
             rows = db.query("SELECT doc_id, vector FROM embeddings WHERE model = ?", (model,))
             version = embeddings_version(db)
         return StoredVectors(model, version, [(d, bytes(v)) for d, v in rows])
-
-    def embedding_ranker(self, authorized: Sequence[str], embedder: Embedder) -> EmbeddingRanker:
-        """A cosine ranker over the authorized documents' stored vectors."""
-        return EmbeddingRanker(authorized, self.embeddings(embedder.model, authorized), embedder)

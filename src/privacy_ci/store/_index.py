@@ -51,7 +51,7 @@ from privacy_ci.conductor import Gate, Policy, Requester, Rule
 from privacy_ci.store._labels import LabelState
 from privacy_ci.store._postings import Postings
 from privacy_ci.store._ranking import tokenize
-from privacy_ci.store._sql import Database
+from privacy_ci.store._sql import Database, StoreError
 
 K1, B = 1.5, 0.75
 
@@ -187,8 +187,6 @@ class AccessIndex:
         seq = db.query_one("SELECT COALESCE(MAX(seq), 0) FROM history")
         prow = db.query_one("SELECT body FROM policy WHERE id = 1")
         if prow is None:
-            from privacy_ci.store._sql import StoreError
-
             raise StoreError(
                 f"store {db.name} has no policy: load one first"
                 " (privacy-ci store load-riverside, or DocumentStore.set_policy)"
@@ -594,7 +592,7 @@ class AccessIndex:
                 scores[slots[term]] += norm[term][1]
         return _best(uniq, scores, k, self.ids)
 
-    def listed(self, requester: Requester, scope: Scope) -> list[tuple[str, Rule]]:
+    def listed(self, scope: Scope) -> list[tuple[str, Rule]]:
         """Every labelled document outside the authorized set, with its rule, by id.
 
         Work in proportion to the whole store: only for callers that asked to list

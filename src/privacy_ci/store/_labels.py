@@ -445,16 +445,8 @@ class LabelsMixin(StoreBase):
             params = (LabelState(state).value,)
         return [label_record(r) for r in self.db.query(sql + " ORDER BY doc_id", params)]
 
-    def read_labels(
-        self, doc_ids: Sequence[str], known: Mapping[str, LabelRecord] | None = None
-    ) -> dict[str, LabelRecord]:
-        """The current stored labels of `doc_ids` (missing ids are absent).
-
-        Args:
-            doc_ids: the documents.
-            known: records already parsed (e.g. a snapshot's); one whose version
-                and state match the stored row is reused instead of re-parsed.
-        """
+    def read_labels(self, doc_ids: Sequence[str]) -> dict[str, LabelRecord]:
+        """The current stored labels of `doc_ids` (missing ids are absent)."""
         if not doc_ids:
             return {}
         rows = self.db.query(
@@ -462,14 +454,4 @@ class LabelsMixin(StoreBase):
             f" WHERE doc_id IN ({Database.placeholders(len(doc_ids))})",
             list(doc_ids),
         )
-        out = {}
-        for row in rows:
-            prior = known.get(row[0]) if known is not None else None
-            same = (
-                prior is not None
-                and prior.version == int(row[3])
-                and prior.state.value == row[2]
-                and json.loads(row[1]) == prior.body
-            )
-            out[row[0]] = prior if same and prior is not None else label_record(row)
-        return out
+        return {row[0]: label_record(row) for row in rows}

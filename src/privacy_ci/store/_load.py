@@ -158,8 +158,8 @@ _APPROVAL_NOTE = "hand-authored by the authority"
 
 def _document_row(doc_id: str, content: str) -> tuple[str, str, str, str]:
     """A document's (id, content, sha256, index terms), as `put_document` stores them."""
-    digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
-    return doc_id, content, digest, canonical_json(tokenize(content))
+    ((digest, terms),) = _digest_and_terms([content])
+    return doc_id, content, digest, terms
 
 
 PARALLEL_FROM = 4000

@@ -50,14 +50,6 @@ class Postings:
         self.removed: set[int] = set()
         self.delta: dict[int, Mapping[int, int]] = {}
 
-    @classmethod
-    def build(cls, documents: Iterable[tuple[int, Mapping[int, int]]]) -> Postings:
-        """A compacted index over `documents` (ordinal, term id -> frequency)."""
-        out = cls()
-        out.delta = dict(documents)
-        out.compact()
-        return out
-
     def __len__(self) -> int:
         return len(self.members) - len(self.removed) + len(self.delta)
 
@@ -122,7 +114,7 @@ class Postings:
         term_of = np.repeat(self.terms, np.diff(self.offsets))
         docs, tfs = self.docs, self.tfs
         if self.removed:
-            gone = np.fromiter(self.removed, dtype=np.int32, count=len(self.removed))
+            gone = self._gone()
             keep = ~np.isin(docs, gone)
             term_of, docs, tfs = term_of[keep], docs[keep], tfs[keep]
         if self.delta:
@@ -166,7 +158,7 @@ class Postings:
             lo, hi = self.offsets[i], self.offsets[i + 1]
             docs, tfs = self.docs[lo:hi], self.tfs[lo:hi]
             if self.removed:
-                gone = np.fromiter(self.removed, dtype=np.int32, count=len(self.removed))
+                gone = self._gone()
                 keep = ~np.isin(docs, gone)
                 docs, tfs = docs[keep], tfs[keep]
         else:
@@ -177,6 +169,10 @@ class Postings:
                 docs = np.concatenate([docs, np.array([o for o, _ in extra], dtype=np.int32)])
                 tfs = np.concatenate([tfs, np.array([t for _, t in extra], dtype=np.int32)])
         return docs, tfs
+
+    def _gone(self) -> I32:
+        """The removed documents, as an array (for `np.isin`)."""
+        return np.fromiter(self.removed, dtype=np.int32, count=len(self.removed))
 
     def counts_of(self, keep: I32) -> dict[int, dict[int, int]]:
         """Term frequencies of the documents `keep` (ordinal -> term id -> frequency)."""
@@ -195,7 +191,7 @@ class Postings:
         """Every document in the partition (ordinals, unordered)."""
         docs = self.members
         if self.removed:
-            gone = np.fromiter(self.removed, dtype=np.int32, count=len(self.removed))
+            gone = self._gone()
             docs = docs[~np.isin(docs, gone)]
         if self.delta:
             added = np.fromiter(self.delta.keys(), dtype=np.int32, count=len(self.delta))

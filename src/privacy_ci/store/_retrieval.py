@@ -335,8 +335,9 @@ def decide_batch_for(
         # a programming error (callers pass a constant), not a user error
         raise ValueError("unknown must be 'raise' or 'deny'")
     snap = store.snapshot()
-    labels = store.read_labels(list(dict.fromkeys(doc_ids)))
-    missing = [d for d in dict.fromkeys(doc_ids) if d not in labels]
+    distinct = list(dict.fromkeys(doc_ids))
+    labels = store.read_labels(distinct)
+    missing = [d for d in distinct if d not in labels]
     if missing and unknown == "raise":
         raise UnknownDocument(missing)
     flows = [decide_label(snap.gate, requester, labels.get(d), d) for d in doc_ids]
@@ -451,7 +452,7 @@ def retrieve_for(
 
     def list_scope() -> list[tuple[str, Rule]]:
         with index.lock:
-            return index.listed(requester, scope)
+            return index.listed(scope)
 
     withheld: list[Withheld] = []  # candidates denied on the re-check
 
