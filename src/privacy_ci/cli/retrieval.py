@@ -44,14 +44,14 @@ def _kb(regulation: str, kb_dir: Path | None = None) -> KnowledgeBase:
 
 def _build(names: list[str], kb: KnowledgeBase, model: str | None, strict: bool) -> list[Retriever]:
     """Build the named retrievers; in non-strict mode skip those whose model is missing."""
-    from privacy_ci.retrieval import ModelUnavailableError, build_retriever
+    from privacy_ci.retrieval import ModelUnavailableError, NoCaseMemoryError, build_retriever
 
     built: dict[str, Retriever] = {}
     out: list[Retriever] = []
     for name in names:
         try:
             out.append(build_retriever(name, kb, model=model, _built=built))
-        except ModelUnavailableError as exc:
+        except (ModelUnavailableError, NoCaseMemoryError) as exc:
             if strict:
                 raise
             err_console.print(
@@ -230,7 +230,8 @@ def retrieve_command(
         "hybrid",
         "--retriever",
         "-r",
-        help="bm25-paper | bm25-plus | dense | dense-paper | roles | hybrid",
+        help="bm25-paper | bm25-leaves | bm25-plus | dense | dense-paper | roles | hybrid"
+        " | cases | hybrid-cases (`privacy-ci methods` lists them)",
     ),
     k: int = typer.Option(10, "-k", help="How many regulations."),
     model: str | None = typer.Option(

@@ -135,6 +135,9 @@ class RegulationSpec:
         definition_sections: the tree nodes whose children define the regulation's
             terms (``160.103``, ``Article 4``): `privacy-ci kb build` reads its
             definition dictionary from them.
+        training_cases: a case dataset (by `privacy_ci.cases` name) of labelled
+            training cases that the ``cases`` and ``hybrid-cases`` retrievers
+            remember (HIPAA: ``synthetic``, the GoldCoin training set); None: none.
     """
 
     key: str
@@ -157,6 +160,7 @@ class RegulationSpec:
     datasets: tuple[str, ...] = ()
     sources: tuple[Source, ...] = ()
     definition_sections: tuple[str, ...] = ()
+    training_cases: str | None = None
 
     def problems(self) -> list[str]:
         """What is wrong with this entry (empty when it can be registered).
@@ -454,6 +458,7 @@ for _spec in (
         ),
         datasets=("real", "synthetic"),
         definition_sections=("160.103", "164.103", "164.304", "164.501"),
+        training_cases="synthetic",
     ),
     _privaci_bench(
         "gdpr",

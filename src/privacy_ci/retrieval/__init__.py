@@ -15,8 +15,11 @@
   (embeddings plus the role graph).
 * `verify_ids`: normalise and validate the ids an LLM writes (agent-based retrieval).
 * `fuse` (reciprocal rank fusion), `expand` (support references, definitions),
-  `HybridRetriever`, and the registry: `build_retriever(name, kb)` for every
-  registered retriever, `register_retriever` to add one.
+  `HybridRetriever` with a preset per regulation (`hybrid_preset`),
+  `CaseMemoryRetriever` (``cases``: the ids the nearest labelled training cases
+  cite) and `CasesHybridRetriever` (``hybrid-cases``), and the registry:
+  `build_retriever(name, kb)` for every registered retriever, `register_retriever`
+  to add one.
 * `evaluate_retrieval` / `evaluate_many`: recall@k, any-hit@k, MRR and nDCG@10
   against gold ids with the subtree hit rule; `load_eval_cases` for the datasets.
 
@@ -52,6 +55,16 @@ from privacy_ci.retrieval._bm25 import (
     rank_with_tree,
 )
 from privacy_ci.retrieval._bm25_official import OfficialBM25, OfficialBM25Retriever, bm25_paper
+from privacy_ci.retrieval._cases import (
+    CaseMemoryConfig,
+    CaseMemoryRetriever,
+    CasesHybridRetriever,
+    MemoryCase,
+    NoCaseMemoryError,
+    memory_cases,
+    refine_into,
+    vote_node,
+)
 from privacy_ci.retrieval._dense import (
     DEFAULT_MODEL,
     PAPER_MODEL,
@@ -80,11 +93,14 @@ from privacy_ci.retrieval._eval import (
 )
 from privacy_ci.retrieval._hybrid import (
     BEST_HYBRID,
+    HYBRID_PRESETS,
     Expansion,
     HybridRetriever,
     definition_nodes,
+    dev_split,
     expand,
     fuse,
+    hybrid_preset,
 )
 from privacy_ci.retrieval._ids import RejectedId, VerifiedIds, extract_citations, verify_ids
 from privacy_ci.retrieval._registry import (
@@ -103,13 +119,17 @@ __all__ = [
     "DATASETS",
     "DATASET_REGULATION",
     "DEFAULT_MODEL",
+    "HYBRID_PRESETS",
     "LEAVES_CONFIG",
     "PAPER_MODEL",
     "PLUS_CONFIG",
     "RETRIEVERS",
     "BM25Config",
     "BM25Retriever",
+    "CaseMemoryConfig",
+    "CaseMemoryRetriever",
     "CaseMetrics",
+    "CasesHybridRetriever",
     "DenseConfig",
     "DenseRetriever",
     "DocumentRecipe",
@@ -118,7 +138,9 @@ __all__ = [
     "Expansion",
     "Hit",
     "HybridRetriever",
+    "MemoryCase",
     "ModelUnavailableError",
+    "NoCaseMemoryError",
     "OfficialBM25",
     "OfficialBM25Retriever",
     "PairedDifference",
@@ -144,6 +166,7 @@ __all__ = [
     "dataset_regulation",
     "defined_terms_in",
     "definition_nodes",
+    "dev_split",
     "embedding_similarity",
     "evaluate_many",
     "evaluate_retrieval",
@@ -152,17 +175,21 @@ __all__ = [
     "format_results",
     "fuse",
     "gold_of",
+    "hybrid_preset",
     "is_applicable",
     "kb_fingerprint",
     "load_embedding_model",
     "load_eval_cases",
+    "memory_cases",
     "paired_difference",
     "path_text",
     "rank_with_tree",
+    "refine_into",
     "register_retriever",
     "resolve_model",
     "retrieval_cache_dir",
     "retriever_names",
     "split_role",
     "verify_ids",
+    "vote_node",
 ]
