@@ -59,6 +59,37 @@ def test_eval_table_and_errors() -> None:
     assert bad.exit_code == 2 and "unknown retriever" in bad.output
 
 
+def test_eval_splits_partition_the_cases() -> None:
+    from privacy_ci.retrieval import dev_split, gold_of, is_applicable, load_eval_cases
+
+    counts = {}
+    args = ["retrieval", "eval", "-d", "privaci-gdpr", "-r", "bm25-plus", "--json"]
+    for split in ("all", "dev", "held-out"):
+        res = runner.invoke(root, [*args, "--split", split])
+        assert res.exit_code == 0, res.output
+        rows = json.loads(res.output)
+        counts[split] = rows["bm25-plus"]["cases"]
+        assert rows["bm25-plus"]["dataset"] == (
+            "privaci-gdpr" if split == "all" else f"privaci-gdpr ({split})"
+        )
+    assert counts["dev"] + counts["held-out"] == counts["all"] == 3124
+    dev = [
+        c
+        for c in load_eval_cases("privaci-gdpr")
+        if dev_split(str(c.id)) and gold_of(c) and is_applicable(c)
+    ]
+    assert counts["dev"] == len(dev)
+    bad = runner.invoke(root, ["retrieval", "eval", "-r", "bm25-plus", "--split", "train"])
+    assert bad.exit_code == 2 and "--split must be" in bad.output
+
+
+def test_a_regulation_without_training_cases_names_it_when_asked() -> None:
+    res = runner.invoke(
+        root, ["retrieval", "eval", "-d", "privaci-gdpr", "-r", "cases", "--limit", "3"]
+    )
+    assert res.exit_code == 2 and "no labelled training cases" in res.output
+
+
 def test_retrieve_command() -> None:
     query = "a surgeon sends the operative report to the patient's employer"
     res = runner.invoke(root, ["retrieve", query, "-r", "bm25-plus", "-k", "5", "--json"])

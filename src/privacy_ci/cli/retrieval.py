@@ -124,9 +124,10 @@ def eval_command(
         [],
         "--retriever",
         "-r",
-        help="A retriever to compare with bm25-paper (repeatable): bm25-plus, dense, "
-        "dense-paper (all-mpnet-base-v2, after `make mpnet`), roles, hybrid. "
-        "Default: all of them except dense-paper.",
+        help="A retriever to compare with bm25-paper (repeatable): bm25-leaves, bm25-plus, "
+        "dense, dense-paper (all-mpnet-base-v2, after `make mpnet`), roles, hybrid, cases, "
+        "hybrid-cases. Default: all of them except dense-paper (cases and hybrid-cases "
+        "only where the regulation has training cases).",
     ),
     query: str = typer.Option("text", "--query", "-q", help="text (case text) | ci (+ CI fields)"),
     model: str | None = typer.Option(
@@ -137,6 +138,12 @@ def eval_command(
         "from its PyPI packages) or a local folder.",
     ),
     limit: int | None = typer.Option(None, "--limit", help="Only the first N cases."),
+    split: str = typer.Option(
+        "all",
+        "--split",
+        help="all | dev (the fixed third of the cases by id hash on which the GDPR and AI Act"
+        " hybrid presets were chosen) | held-out (the other two thirds).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON rows keyed by retriever."),
 ) -> None:
     """Recall@1/5/10/20, MRR and nDCG@10 of bm25-paper and other retrievers on one dataset."""
@@ -147,22 +154,28 @@ def eval_command(
         regulation = dataset_regulation(dataset)
         if query not in ("text", "ci"):
             raise PrivacyCIError(f"--query must be text or ci, not {query!r}")
-        from privacy_ci.retrieval import retriever_names
+        if split not in ("all", "dev", "held-out"):
+            raise PrivacyCIError(f"--split must be all, dev or held-out, not {split!r}")
+        from privacy_ci.retrieval import dev_split, retriever_names
 
         default = retriever_names(default_only=True)
         names = ["bm25-paper", *(r for r in (retriever or default) if r != "bm25-paper")]
         names = list(dict.fromkeys(names))
         kb = _kb(regulation)
         cases = load_eval_cases(dataset)
+        if split != "all":
+            want = split == "dev"
+            cases = [c for c in cases if dev_split(str(c.id)) is want]
         if limit is not None:
             cases = cases[: max(0, limit)]
         retrievers = _build(names, kb, model, strict=bool(retriever))
         mode: Literal["text", "ci"] = "ci" if query == "ci" else "text"
-        results = evaluate_many(retrievers, cases, query=mode, dataset=dataset)
+        label = dataset if split == "all" else f"{dataset} ({split})"
+        results = evaluate_many(retrievers, cases, query=mode, dataset=label)
         if as_json:
             print_json({r.name: _row_with_difference(r, results) for r in results})
             return
-        _print_table(results, dataset, query)
+        _print_table(results, label, query)
 
 
 DIFFERENCE_METRICS = ("recall@10", "any_hit@10")
