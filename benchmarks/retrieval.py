@@ -44,7 +44,8 @@ TARGET_BM25_MEDIAN_MS = 1.0
 TARGET_RECALL10_GAIN = 20.0
 TARGET_QUERY_ENCODE_MS = 10.0
 TARGET_TREE_SPEEDUP = 3.0
-NAMES = ("bm25-paper", "bm25-plus", "dense", "roles", "hybrid")
+NAMES = ("bm25-paper", "bm25-plus", "dense", "roles", "hybrid", "cases", "hybrid-cases")
+EMBEDDING = frozenset({"dense", "roles", "hybrid", "cases", "hybrid-cases"})
 
 
 def _data_dir() -> None:
@@ -71,7 +72,7 @@ def bench_builds(kb: Any, quick: bool) -> dict[str, dict[str, float]]:
     print(f"embedding model loaded in {out['embedding_model_load']['load_s']} s", flush=True)
     with tempfile.TemporaryDirectory(prefix="retrieval-bench-") as tmp:
         for name in NAMES:
-            heavy = name in ("dense", "hybrid", "roles")
+            heavy = name in EMBEDDING
             # each retriever builds from scratch in its own folder (hybrid: its members too)
             cache: bool | Path = True if (quick and heavy) else Path(tmp) / name
             start = time.perf_counter()
@@ -102,7 +103,7 @@ def bench_latency(kb: Any, texts: list[str]) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     for name in NAMES:
         retriever = build_retriever(name, kb, _built=built)
-        if name in ("dense", "roles", "hybrid"):
+        if name in EMBEDDING:
             load_embedding_model()._memo.clear()
         retriever.retrieve(texts[0], 10)  # warm-up (first call loads lazily)
         times = []
