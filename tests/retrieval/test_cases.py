@@ -263,3 +263,47 @@ def test_hipaa_memory_is_the_synthetic_training_set_and_eval_is_leave_one_out(
         assert voted, case.id  # its neighbours still vote
         checked += 1
     assert checked >= 5
+
+
+# -- your own cases as the memory -----------------------------------------------------------
+def test_memory_from_a_case_file_a_dataset_and_bad_sources(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    from privacy_ci.errors import PrivacyCIError
+    from privacy_ci.knowledge import load_knowledge_base
+    from privacy_ci.retrieval._registry import _memory_source
+
+    kb = load_knowledge_base("hipaa")
+    lines = (shared_data / "cases" / "privaci_bench" / "hipaa.jsonl").read_text().splitlines()
+    permits = [line for line in lines if '"permit"' in line][:3]
+    mine = tmp_path / "my-precedents.jsonl"
+    mine.write_text("\n".join(permits) + "\n")
+    cases = _memory_source(mine, kb)
+    assert len(cases) == 3
+    kept = memory_cases(cases, kb)
+    assert len(kept) == 3 and all(m.gold for m in kept)
+    assert len(_memory_source("synthetic", kb)) == 618
+    with pytest.raises(NoCaseMemoryError, match="neither a dataset"):
+        _memory_source(tmp_path / "missing.jsonl", kb)
+    with pytest.raises(NoCaseMemoryError, match="holds gdpr cases, not hipaa"):
+        _memory_source("privaci-gdpr", kb)
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"case_content": "a story without a label"}\n')
+    with pytest.raises(PrivacyCIError):
+        _memory_source(broken, kb)
+
+
+def test_cli_names_a_memory_it_cannot_use(shared_data: Path, tmp_path: Path) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from privacy_ci.cli.retrieval import app
+
+    root = typer.Typer()
+    root.add_typer(app, name="retrieval")
+    res = CliRunner().invoke(
+        root,
+        ["retrieval", "eval", "-d", "privaci-gdpr", "-r", "cases", "--memory", "/nope.jsonl"],
+        env={"PRIVACY_CI_DATA": str(shared_data), "PRIVACY_CI_CACHE": str(tmp_path)},
+    )
+    assert res.exit_code == 2 and "neither a dataset" in res.output

