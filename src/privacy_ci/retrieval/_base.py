@@ -41,8 +41,10 @@ __all__ = [
     "check_k",
     "config_hash",
     "kb_fingerprint",
+    "load_array_entry",
     "prune_stale",
     "retrieval_cache_dir",
+    "save_array_entry",
 ]
 
 CI_FIELDS: tuple[str, ...] = CHARACTERISTICS
@@ -340,3 +342,52 @@ def prune_stale(folder: Path, prefix: str, keep: str) -> None:
                 shutil.rmtree(entry, ignore_errors=True)
             else:
                 entry.unlink(missing_ok=True)
+
+
+def save_array_entry(
+    path: Path, filename: str, matrix: Any, meta: Mapping[str, Any], family: str
+) -> None:
+    """Write one cache entry (an array and its ``meta.json``) and prune its family.
+
+    A damaged entry at ``path`` is replaced; siblings of the same ``family`` prefix
+    (built from older inputs) are deleted.
+
+    Args:
+        path: the entry's folder.
+        filename: the array's file name (``embeddings.npy``).
+        matrix: the array.
+        meta: what the entry was built from (JSON-able).
+        family: the name prefix shared by the entries it supersedes.
+    """
+    import numpy as np
+
+    def write(tmp: Path) -> None:
+        np.save(tmp / filename, matrix, allow_pickle=False)
+        (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+
+    if path.exists():
+        shutil.rmtree(path, ignore_errors=True)
+    atomic_dir(path, write)
+    prune_stale(path.parent, family, path.name)
+
+
+def load_array_entry(path: Path | None, filename: str) -> tuple[Any, dict[str, Any]] | None:
+    """Read a cache entry written by `save_array_entry`.
+
+    Args:
+        path: the entry's folder (None: no cache).
+        filename: the array's file name.
+
+    Returns:
+        ``(array, meta)``, or None when the entry is missing or unreadable.
+    """
+    if path is None or not (path / filename).is_file():
+        return None
+    import numpy as np
+
+    try:
+        meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
+        matrix = np.load(path / filename, allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    return (matrix, meta) if isinstance(meta, dict) else None

@@ -31,7 +31,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import shutil
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -45,10 +44,10 @@ from privacy_ci.retrieval._base import (
     RetrievalQuery,
     Retriever,
     as_query,
-    atomic_dir,
     check_k,
-    prune_stale,
+    load_array_entry,
     retrieval_cache_dir,
+    save_array_entry,
 )
 from privacy_ci.retrieval._hybrid import fuse
 
@@ -231,23 +230,21 @@ class CaseMemoryRetriever:
         return np.asarray(mean / (float(np.linalg.norm(mean)) or 1.0), dtype=np.float32)
 
     def _load_cached(self) -> np.ndarray | None:
-        path = self.cache_path
-        if path is None or not (path / "vectors.npy").is_file():
+        entry = load_array_entry(self.cache_path, "vectors.npy")
+        if entry is None:
             return None
-        try:
-            meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
-            if meta.get("keys") != self._keys or meta.get("model") != self.dense.model_id:
-                return None
-            matrix = np.load(path / "vectors.npy", allow_pickle=False)
-        except (OSError, ValueError):
-            return None
-        if matrix.ndim != 2 or matrix.shape[0] != len(self.cases):
+        matrix, meta = entry
+        if (
+            meta.get("keys") != self._keys
+            or meta.get("model") != self.dense.model_id
+            or matrix.ndim != 2
+            or matrix.shape[0] != len(self.cases)
+        ):
             return None
         return np.asarray(matrix, dtype=np.float32)
 
     def _save(self, matrix: np.ndarray) -> None:
-        path = self.cache_path
-        if path is None:
+        if self.cache_path is None:
             return
         meta = {
             "model": self.dense.model_id,
@@ -255,15 +252,7 @@ class CaseMemoryRetriever:
             "config": asdict(self.config),
             "keys": self._keys,
         }
-
-        def write(tmp: Path) -> None:
-            np.save(tmp / "vectors.npy", matrix, allow_pickle=False)
-            (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
-
-        if path.exists():  # a damaged entry: replace it
-            shutil.rmtree(path, ignore_errors=True)
-        atomic_dir(path, write)
-        prune_stale(path.parent, self._family, path.name)
+        save_array_entry(self.cache_path, "vectors.npy", matrix, meta, self._family)
 
     def votes(self, query: str | RetrievalQuery) -> list[Hit]:
         """Every node the nearest cases vote for, with its vote, best first.

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -49,12 +48,12 @@ from privacy_ci.retrieval._base import (
     RetrievalError,
     RetrievalQuery,
     as_query,
-    atomic_dir,
     check_k,
     config_hash,
     kb_fingerprint,
-    prune_stale,
+    load_array_entry,
     retrieval_cache_dir,
+    save_array_entry,
 )
 from privacy_ci.retrieval._bm25 import DocumentRecipe, build_documents, rank_with_tree
 
@@ -196,28 +195,23 @@ class DenseRetriever:
         return self._model
 
     def _load_cached(self) -> np.ndarray | None:
-        path = self.cache_path
-        if path is None or not (path / "embeddings.npy").is_file():
+        entry = load_array_entry(self.cache_path, "embeddings.npy")
+        if entry is None:
             return None
-        try:
-            meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
-            if (
-                meta.get("ids") != self.ids
-                or meta.get("model") != self.model_id
-                or meta.get("backend") != self.backend
-            ):
-                return None
-            matrix = np.load(path / "embeddings.npy", allow_pickle=False)
-        except (OSError, ValueError):
-            return None
-        if matrix.ndim != 2 or matrix.shape[0] != len(self.ids):
+        matrix, meta = entry
+        if (
+            meta.get("ids") != self.ids
+            or meta.get("model") != self.model_id
+            or meta.get("backend") != self.backend
+            or matrix.ndim != 2
+            or matrix.shape[0] != len(self.ids)
+        ):
             return None
         self.loaded_from_cache = True
         return np.asarray(matrix, dtype=np.float32)
 
     def _save(self, matrix: np.ndarray) -> None:
-        path = self.cache_path
-        if path is None:
+        if self.cache_path is None:
             return
         meta = {
             "model": self.model_id,
@@ -226,15 +220,7 @@ class DenseRetriever:
             "kb_hash": self.kb_hash,
             "ids": self.ids,
         }
-
-        def write(tmp: Path) -> None:
-            np.save(tmp / "embeddings.npy", matrix, allow_pickle=False)
-            (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
-
-        if path.exists():  # a damaged entry: replace it
-            shutil.rmtree(path, ignore_errors=True)
-        atomic_dir(path, write)
-        prune_stale(path.parent, self._family, path.name)
+        save_array_entry(self.cache_path, "embeddings.npy", matrix, meta, self._family)
 
     # -- querying --------------------------------------------------------------------
     def _windows(self, text: str) -> list[str]:
