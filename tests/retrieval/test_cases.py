@@ -189,8 +189,10 @@ def test_votes_are_the_softmax_weights_of_the_nearest_cases(dense: Any, tmp_path
             want[g] = want.get(g, 0.0) + math.exp(float(sims[i]) / 0.1)
     got = memory.votes(query)
     assert {h.node_id for h in got} == set(want)
+    total = sum(want.values())
     for h in got:
-        assert math.isclose(h.score, want[h.node_id], rel_tol=1e-5)
+        assert math.isclose(h.score, want[h.node_id] / total, rel_tol=1e-5)
+    assert math.isclose(sum(h.score for h in got), 1.0, rel_tol=1e-6)
     assert [h.score for h in got] == sorted((h.score for h in got), reverse=True)
     assert got[0].node_id == "1(a)"  # cited by both court-order cases
     assert memory.retrieve(query, 1) == got[:1]

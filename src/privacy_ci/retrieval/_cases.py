@@ -8,6 +8,8 @@ query, lets its ``neighbours`` nearest cases vote for the ids they cite::
 
     vote(g) = sum over the nearest cases c citing g of  exp(cos(q, c) / temperature)
 
+and a node's score is its share of all the votes cast.
+
 With ``vote_level="paragraph"`` (the default) a cited id counts as its
 ancestor one level below the section (``164.512(e)(1)(ii)`` votes for
 ``164.512(e)``; an id at or above a section, or in a tree without sections,
@@ -220,7 +222,16 @@ class CaseMemoryRetriever:
             )
         matrix = self._load_cached()
         if matrix is None:
-            matrix = np.vstack([self._embed(c.query) for c in self.cases]).astype(np.float32)
+            from privacy_ci.retrieval._dense import _embedding_progress
+
+            rows = []
+            label = f"embedding {len(self.cases)} {source or 'memory'} cases (once)"
+            with _embedding_progress(len(self.cases), label) as progress:
+                for case in self.cases:
+                    rows.append(self._embed(case.query))
+                    if progress is not None:
+                        progress(1)
+            matrix = np.vstack(rows).astype(np.float32)
             self._save(matrix)
         self.matrix = matrix
 
@@ -261,7 +272,8 @@ class CaseMemoryRetriever:
             query: free text or a `RetrievalQuery`.
 
         Returns:
-            Hits (ties keep the order of the nearest case that cited them first).
+            Hits scored by their share of all the votes cast (the shares add up
+            to 1); ties keep the order of the nearest case that cited them first.
         """
         q = as_query(query)
         sims = self.matrix @ self._embed(q)
@@ -277,8 +289,9 @@ class CaseMemoryRetriever:
             weight = math.exp(float(sims[i]) / self.config.temperature)
             for g in self._votes_for[i]:
                 scores[g] = scores.get(g, 0.0) + weight
+        total = sum(scores.values()) or 1.0
         ranked = sorted(scores, key=lambda g: -scores[g])  # stable: nearest case first
-        return [Hit(g, scores[g]) for g in ranked]
+        return [Hit(g, scores[g] / total) for g in ranked]
 
     def retrieve(self, query: str | RetrievalQuery, k: int = 10) -> list[Hit]:
         """The ids the nearest cases cite, best voted first.
