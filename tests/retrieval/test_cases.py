@@ -230,6 +230,18 @@ def test_case_vectors_are_cached_and_rebuilt_when_cases_change(dense: Any, tmp_p
     assert isinstance(memory_cases(MEMORY, dense.kb)[0], MemoryCase)
 
 
+def test_a_source_named_like_a_path_stays_inside_the_cache(dense: Any, tmp_path: Path) -> None:
+    from privacy_ci.retrieval import CaseMemoryRetriever
+
+    cache = tmp_path / "cache"
+    memory = CaseMemoryRetriever(
+        dense, memory_cases(MEMORY, dense.kb), cache=cache, source="../../../etc/my cases.jsonl"
+    )
+    assert memory.cache_path is not None and memory.cache_path.parent == cache / "cases"
+    assert [p.name for p in tmp_path.iterdir()] == ["cache"]
+    assert [p.name for p in (cache / "cases").iterdir()] == [memory.cache_path.name]
+
+
 # -- on the real data ---------------------------------------------------------------------
 @pytest.mark.slow
 def test_hipaa_memory_is_the_synthetic_training_set_and_eval_is_leave_one_out(

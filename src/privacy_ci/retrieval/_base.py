@@ -26,6 +26,8 @@ from privacy_ci.embeddings._errors import ModelUnavailableError as _EmbeddingMod
 from privacy_ci.errors import PrivacyCIError
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from privacy_ci.knowledge import KnowledgeBase
 
 __all__ = [
@@ -371,15 +373,19 @@ def save_array_entry(
     prune_stale(path.parent, family, path.name)
 
 
-def load_array_entry(path: Path | None, filename: str) -> tuple[Any, dict[str, Any]] | None:
+def load_array_entry(
+    path: Path | None, filename: str, rows: int
+) -> tuple[np.ndarray, dict[str, Any]] | None:
     """Read a cache entry written by `save_array_entry`.
 
     Args:
         path: the entry's folder (None: no cache).
         filename: the array's file name.
+        rows: the number of rows the array must have (one per document or case).
 
     Returns:
-        ``(array, meta)``, or None when the entry is missing or unreadable.
+        ``(float32 matrix, meta)``, or None when the entry is missing, unreadable or
+        not a matrix of ``rows`` rows.
     """
     if path is None or not (path / filename).is_file():
         return None
@@ -390,4 +396,6 @@ def load_array_entry(path: Path | None, filename: str) -> tuple[Any, dict[str, A
         matrix = np.load(path / filename, allow_pickle=False)
     except (OSError, ValueError):
         return None
-    return (matrix, meta) if isinstance(meta, dict) else None
+    if not isinstance(meta, dict) or matrix.ndim != 2 or matrix.shape[0] != rows:
+        return None
+    return np.asarray(matrix, dtype=np.float32), meta

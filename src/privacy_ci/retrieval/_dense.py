@@ -195,20 +195,18 @@ class DenseRetriever:
         return self._model
 
     def _load_cached(self) -> np.ndarray | None:
-        entry = load_array_entry(self.cache_path, "embeddings.npy")
+        entry = load_array_entry(self.cache_path, "embeddings.npy", len(self.ids))
         if entry is None:
             return None
         matrix, meta = entry
-        if (
-            meta.get("ids") != self.ids
-            or meta.get("model") != self.model_id
-            or meta.get("backend") != self.backend
-            or matrix.ndim != 2
-            or matrix.shape[0] != len(self.ids)
+        if (meta.get("ids"), meta.get("model"), meta.get("backend")) != (
+            self.ids,
+            self.model_id,
+            self.backend,
         ):
             return None
         self.loaded_from_cache = True
-        return np.asarray(matrix, dtype=np.float32)
+        return matrix
 
     def _save(self, matrix: np.ndarray) -> None:
         if self.cache_path is None:

@@ -21,6 +21,7 @@ out the hits that caused them: they are merged into the ranking by score.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -331,6 +332,4 @@ def dev_split(case_id: str) -> bool:
     Returns:
         True for the development third.
     """
-    import hashlib
-
     return int(hashlib.sha256(case_id.encode()).hexdigest(), 16) % 3 == 0

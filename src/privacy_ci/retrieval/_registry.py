@@ -14,11 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from privacy_ci.retrieval._base import RetrievalError, Retriever
 
 if TYPE_CHECKING:
+    from privacy_ci.cases import Dataset
     from privacy_ci.knowledge import KnowledgeBase
 
 __all__ = [
@@ -184,25 +185,6 @@ def _hybrid(kb: KnowledgeBase, o: RetrieverOptions) -> Retriever:
     )
 
 
-CASE_MEMORY: dict[str, Any] = {
-    "neighbours": 20,
-    "temperature": 0.05,
-    "vote_level": "paragraph",
-    "weight": 0.5,
-}
-"""The ``cases`` / ``hybrid-cases`` settings (MiniLM), chosen on two synthetic
-measures averaged (the real cases measured only the choice): leave-one-out
-over the 309 GoldCoin synthetic cases (where no other case cites a held-out
-case's paragraph: the memory can only hurt) and the 20 applicable GoldCoin
-validation cases with the synthetic cases as the memory (whose paragraphs the
-memory has seen). Grid: vote level cited / parent / paragraph / section,
-neighbours {10, 20}, the memory's RRF weight beside ``hybrid`` {0.25, 0.5, 1},
-temperature 0.05 (0.1 changed nothing on the validation cases). A first version
-chosen on the validation cases alone (cited level, weight 1) was measured on the
-real cases once; leave-one-out then showed it halving synthetic recall, which led
-to the paragraph level and this setting."""
-
-
 def _cases(kb: KnowledgeBase, o: RetrieverOptions) -> Retriever:
     from privacy_ci.regulations import find_regulation
     from privacy_ci.retrieval._cases import (
@@ -220,20 +202,17 @@ def _cases(kb: KnowledgeBase, o: RetrieverOptions) -> Retriever:
             f"{kb.regulation} has no labelled training cases for a case memory"
             " (RegulationSpec.training_cases); give your own with --memory FILE"
         )
-    cases = _memory_source(source, kb)
+    dataset = _memory_source(source, kb)
     dense = build_retriever("dense", kb, o.cache, o.model, o.built)
     assert isinstance(dense, DenseRetriever)
-    config = CaseMemoryConfig(
-        neighbours=int(CASE_MEMORY["neighbours"]),
-        temperature=float(CASE_MEMORY["temperature"]),
-        vote_level=CASE_MEMORY["vote_level"],
+    return CaseMemoryRetriever(
+        dense, memory_cases(dataset, kb), CaseMemoryConfig(), o.cache, source=dataset.name
     )
-    name = Path(source).stem if isinstance(source, Path) else str(source)
-    return CaseMemoryRetriever(dense, memory_cases(cases, kb), config, o.cache, source=name)
 
 
-def _memory_source(source: str | Path, kb: KnowledgeBase) -> list[Any]:
-    """The cases of a memory: a named dataset of this regulation, or a case file."""
+def _memory_source(source: str | Path, kb: KnowledgeBase) -> Dataset:
+    """The cases of a memory: a named dataset of this regulation, or a case file (its
+    dataset is named after the file's stem)."""
     from privacy_ci.cases import DATASET_NAMES, load_dataset
     from privacy_ci.retrieval._cases import NoCaseMemoryError
 
@@ -254,7 +233,7 @@ def _memory_source(source: str | Path, kb: KnowledgeBase) -> list[Any]:
             f"case memory {str(source)!r} holds {dataset.protocol.regulation} cases,"
             f" not {kb.regulation}"
         )
-    return list(dataset)
+    return dataset
 
 
 def _hybrid_cases(kb: KnowledgeBase, o: RetrieverOptions) -> Retriever:
@@ -263,7 +242,7 @@ def _hybrid_cases(kb: KnowledgeBase, o: RetrieverOptions) -> Retriever:
     memory = build_retriever("cases", kb, o.cache, o.model, o.built, o.memory)
     assert isinstance(memory, CaseMemoryRetriever)
     base = build_retriever("hybrid", kb, o.cache, o.model, o.built)
-    return CasesHybridRetriever(base, memory, weights=(1.0, float(CASE_MEMORY["weight"])))
+    return CasesHybridRetriever(base, memory)
 
 
 for _spec in (
