@@ -42,18 +42,19 @@ def test_store_commands(empty_store: DocumentStore) -> None:
     )
     proposed = json.loads(_ok("store", "labels", "--db", db, "--state", "proposed", "--json"))
     assert len(proposed) == 105 and proposed[0]["state"] == "proposed"
-    out = _ok(
-        "store",
-        "approve",
-        "RMC-LAB-003",
-        "--db",
-        db,
-        "--by",
-        "privacy-officer",
-        "--note",
-        "checked",
-    )
+    review = json.loads(_ok("store", "review", "RMC-LAB-003", "--db", db, "--json"))
+    assert review["version"] == 1 and review["in_force"] is None and review["widens"]
+    assert {p["agent_id"] for p in review["gained"]} == {"D01", "N03"}
+    assert "--accept-widening" in _ok("store", "review", "RMC-LAB-003", "--db", db)
+    approve = ["store", "approve", "RMC-LAB-003", "--db", db, "--by", "privacy-officer"]
+    # a new label widens access: refused unless the widening is accepted
+    refused = runner.invoke(app, [*approve, "--version", "1"])
+    assert refused.exit_code == 2 and "widens access" in _flat(refused.output)
+    stale = runner.invoke(app, [*approve, "--version", "7", "--accept-widening"])
+    assert stale.exit_code == 2 and "changed since version 7" in _flat(stale.output)
+    out = _ok(*approve, "--version", "1", "--accept-widening", "--note", "checked")
     assert "RMC-LAB-003: approved (label version 2, by privacy-officer)" in out
+    assert "gained access: D01:Doctor, N03:Nurse" in _flat(out)
     assert "RMC-LAB-003" in _ok("store", "labels", "--db", db, "--state", "approved")
     assert "revoked" in _ok("store", "revoke", "RMC-LAB-003", "--db", db, "--by", "po")
     assert "no longer assigned" in _ok("store", "unassign", "D01", "P03", "--db", db, "--by", "md")
@@ -63,7 +64,17 @@ def test_store_commands(empty_store: DocumentStore) -> None:
     assert "privacy-officer: approve label RMC-LAB-003" in _ok(
         "store", "history", "--db", db, "--target", "RMC-LAB-003"
     )
-    bad = runner.invoke(app, ["store", "approve", "NOPE-1", "--db", db, "--by", "po"])
+    # every verdict of the CLI is an audit record too
+    reviews = [r for r in empty_store.audit.records() if r.action == "review"]
+    assert [(r.doc_id, r.decision, r.requester) for r in reviews] == [
+        ("RMC-LAB-003", "approve", "privacy-officer"),
+        ("RMC-LAB-003", "revoke", "po"),
+    ]
+    rejected = _ok("store", "reject", "RMC-LAB-004", "--db", db, "--by", "po", "--version", "1")
+    assert "RMC-LAB-004: revoked" in rejected
+    bad = runner.invoke(
+        app, ["store", "approve", "NOPE-1", "--db", db, "--by", "po", "--version", "1"]
+    )
     assert bad.exit_code == 2 and "unknown document 'NOPE-1'" in _flat(bad.output)
     bad = runner.invoke(app, ["store", "labels", "--db", db, "--state", "maybe"])
     assert bad.exit_code == 2 and "--state must be" in _flat(bad.output)
@@ -78,8 +89,11 @@ def test_propose_from_a_label_file(empty_store: DocumentStore, tmp_path: Path) -
     label["permitted_receiver_roles"] = ["Doctor"]
     path = tmp_path / "draft.json"
     path.write_text(json.dumps([label]))
-    assert "proposed 1 labels" in _ok("store", "propose", str(path), "--db", db, "--by", "model:x")
-    assert empty_store.label("RMC-LAB-001").state.value == "proposed"
+    out = _flat(_ok("store", "propose", str(path), "--db", db, "--by", "model:x"))
+    assert "proposed 1 labels; they change no access until approved" in out
+    assert "(1 approved labels stay in force meanwhile)" in out
+    record = empty_store.label("RMC-LAB-001")
+    assert record.state.value == "proposed" and record.in_force_version == 2
 
 
 def test_token_commands(tmp_path: Path, empty_store: DocumentStore) -> None:

@@ -193,13 +193,16 @@ PA_FREE = _auth("PA2", "Policy Authority", "Administrative")
 
 
 def test_invalid_label_errors_and_health_reveal_nothing(riverside: DocumentStore) -> None:
-    # an approved label whose stored body no longer validates (an unknown role in its ACL)
+    # an approved label whose stored body no longer validates (an unknown role in its ACL),
+    # written outside the store (no history row): a process that builds its index after it
+    # sees it, as a restarted service would
     riverside.db.execute(
-        "UPDATE labels SET body = replace(body, '\"Doctor\"', '\"Doctor-Secret-ACL\"')"
-        " WHERE doc_id = ?",
+        "UPDATE labels SET in_force = replace(in_force, '\"Doctor\"', '\"Doctor-Secret-ACL\"'),"
+        " body = replace(body, '\"Doctor\"', '\"Doctor-Secret-ACL\"') WHERE doc_id = ?",
         ("RMC-LAB-001",),
     )
     riverside.db.execute("UPDATE store_version SET version = version + 1 WHERE id = 1")
+    riverside = DocumentStore(riverside.url)
     with _client(riverside) as c:
         r = c.post("/v1/decide", json={"doc_id": "RMC-LAB-001"}, headers=DOCTOR).json()
         assert (r["decision"], r["rule"], r["errors"]) == ("deny", "not_available", [])

@@ -237,12 +237,28 @@ def test_labels_are_for_the_policy_authority(client: TestClient, riverside: Docu
         client.get("/v1/labels", params={"state": "revoked"}, headers=AUTHORITY).json()["count"]
         == 1
     )
-    r = client.post("/v1/labels/RMC-LAB-003/approve", headers=AUTHORITY)
+    approve = "/v1/labels/RMC-LAB-003/approve"
+    # a verdict names the version reviewed, and a reinstatement widens access
+    assert client.post(approve, headers=AUTHORITY).status_code == 422
+    stale = client.post(approve, json={"version": 2, "accept_widening": True}, headers=AUTHORITY)
+    assert stale.status_code == 409 and "changed since version 2" in stale.json()["error"]
+    wide = client.post(approve, json={"version": 3}, headers=AUTHORITY)
+    assert wide.status_code == 409 and "widens access" in wide.json()["error"]
+    assert "D01:Doctor" in wide.json()["error"]
+    r = client.post(approve, json={"version": 3, "accept_widening": True}, headers=AUTHORITY)
     assert r.status_code == 200 and r.json()["version"] == 4
+    assert r.json()["in_force_version"] == 4
     assert client.post("/v1/decide", json=decide, headers=DOCTOR).json()["decision"] == "permit"
-    assert client.post("/v1/labels/NOPE-1/approve", headers=AUTHORITY).status_code == 404
+    missing = client.post("/v1/labels/NOPE-1/approve", json={"version": 1}, headers=AUTHORITY)
+    assert missing.status_code == 404
     history = riverside.history("RMC-LAB-003")
     assert [(e.action, e.actor) for e in history][-2:] == [("revoke", "PA1"), ("approve", "PA1")]
+    # both verdicts are audit records, with the reviewer's role and context
+    reviews = [r for r in riverside.audit.records() if r.action == "review"]
+    assert [(r.decision, r.requester, r.role) for r in reviews] == [
+        ("revoke", "PA1", "Policy Authority"),
+        ("approve", "PA1", "Policy Authority"),
+    ]
 
 
 def test_ask_uses_admitted_documents_only(client: TestClient) -> None:

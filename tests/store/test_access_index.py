@@ -395,8 +395,12 @@ def test_rows_edited_outside_the_store_are_denied_not_fatal(riverside: DocumentS
     from privacy_ci.store import decide_for
 
     with riverside.db.write() as db:
-        db.execute("UPDATE labels SET body = ? WHERE doc_id = 'RMC-LAB-001'", ("{not json",))
-        db.execute("UPDATE labels SET body = ? WHERE doc_id = 'RMC-LAB-002'", ("[1, 2]",))
+        # the label in force is what the gate reads
+        for column in ("body", "in_force"):
+            db.execute(
+                f"UPDATE labels SET {column} = ? WHERE doc_id = 'RMC-LAB-001'", ("{not json",)
+            )
+            db.execute(f"UPDATE labels SET {column} = ? WHERE doc_id = 'RMC-LAB-002'", ("[1, 2]",))
         db.execute("UPDATE doc_terms SET terms = ? WHERE doc_id = 'RMC-LAB-003'", ('{"a": 1}',))
         db.bump_version()
     fresh = DocumentStore(riverside.url)  # builds its index from these rows

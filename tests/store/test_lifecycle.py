@@ -65,17 +65,24 @@ def test_revoking_an_assignment_takes_effect_on_the_next_request(riverside: Docu
     assert decide_for(riverside, riverside.snapshot().requester("D01"), "RMC-LAB-003").permitted
 
 
-def test_an_edit_suspends_the_label_until_reapproved(
+def test_a_proposal_changes_no_access_until_approved(
     riverside: DocumentStore, corpus: Corpus
 ) -> None:
     requester = riverside.snapshot().requester("N03")  # assigned to P03
     assert decide_for(riverside, requester, "RMC-LAB-003").permitted
     narrowed = corpus.label("RMC-LAB-003").model_copy(
-        update={"permitted_receiver_roles": frozenset({"Doctor"})}
+        update={"permitted_receiver_roles": frozenset({"Doctor"}), "title": "a new title"}
     )
     record = riverside.propose_label(narrowed, "model:smollm2", "drafted narrower ACL")
     assert record.state is LabelState.PROPOSED and record.version == 3
-    assert decide_for(riverside, requester, "RMC-LAB-003").decision.rule is Rule.INVALID_LABEL
+    assert record.in_force_version == 2 and record.in_force == corpus.label("RMC-LAB-003")
+    # the approved label stays in force, in the index and on the re-check alike
+    flow = decide_for(riverside, requester, "RMC-LAB-003")
+    assert flow.permitted and flow.label_version == 2
+    result = retrieve_for(riverside, requester, QUERY, k=5)
+    assert "RMC-LAB-003" in result.admitted_ids
+    (doc,) = [d for d in result.admitted if d.doc_id == "RMC-LAB-003"]
+    assert doc.title == corpus.label("RMC-LAB-003").title and doc.label_version == 2
     riverside.approve_label("RMC-LAB-003", "privacy-officer")
     assert decide_for(riverside, requester, "RMC-LAB-003").decision.rule is Rule.ROLE_NOT_PERMITTED
 

@@ -63,7 +63,8 @@ def test_reject_restores_the_label_in_force_before(riverside: DocumentStore) -> 
     prior = riverside.prior_label(DOC)
     assert prior is not None and prior.state is LabelState.APPROVED
     assert prior.version == before.version and prior.body == before.body
-    assert not _permitted(riverside, "D01")  # suspended while proposed
+    # a proposal changes no access: the approved label stays in force while it waits
+    assert _permitted(riverside, "D01") and not _permitted(riverside, "B01")
     with pytest.raises(LabelConflict):
         riverside.reject_label(DOC, "PA1", version=seen)  # not the latest edit
     record = riverside.reject_label(DOC, "PA1", "billing has no need", version=seen + 1)
@@ -144,7 +145,11 @@ def test_review_is_audited_and_pending_reviews_list_the_consequence(
 ) -> None:
     seen = _propose(riverside, permitted_receiver_roles=WIDER)
     (pending,) = riverside.pending_reviews()
-    assert pending.doc_id == DOC and pending.is_change and pending.suspends and pending.widens
+    assert pending.doc_id == DOC and pending.is_change and pending.widens
+    assert pending.in_force is not None and pending.in_force.permitted_receiver_roles == {
+        "Doctor",
+        "Nurse",
+    }
     outcome = riverside.review_label(
         DOC, ReviewVerdict.APPROVE, _authority(riverside), version=seen, note="billing needs it"
     )

@@ -44,7 +44,8 @@ from privacy_ci.service._models import (
 from privacy_ci.store import DocumentStore, decide_for, retrieve_for
 
 # Request-level fields every document's metadata carries (the request it came from).
-_REQUEST_FIELDS = ("request_id", "requester", "role", "context", "store_version")
+# (no store version: it counts writes to documents the requester may not see)
+_REQUEST_FIELDS = ("request_id", "requester", "role", "context")
 # Decision fields of a document's metadata (its `decisions` entry in the service's body).
 _DECISION_FIELDS = ("decision", "rule", "explanation", "policy_version", "label_state")
 
@@ -74,7 +75,7 @@ class GatedDocument:
         metadata: JSON-ready: ``doc_id``, ``title``, ``score``, ``label_version``,
             the decision (``decision``, ``rule``, ``explanation``, ``policy_version``,
             ``label_state``) and the request (``request_id``, ``requester``,
-            ``role``, ``context``, ``store_version``).
+            ``role``, ``context``).
     """
 
     doc_id: str

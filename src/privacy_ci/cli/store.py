@@ -213,50 +213,160 @@ def store_labels(
         console.print(table)
 
 
-def _lifecycle(db: str, doc_id: str, by: str, note: str, action: str) -> None:
-    store = open_store(db)
-    try:
-        fn = store.approve_label if action == "approve" else store.revoke_label
-        record = fn(doc_id, by, note)
+VersionOpt = typer.Option(
+    ...,
+    "--version",
+    help="The label version you reviewed (privacy-ci store review DOC shows it); refused if"
+    " the label changed since.",
+)
+
+
+def _verdict(
+    db: str,
+    doc_id: str,
+    verdict: str,
+    by: str,
+    note: str,
+    version: int | None,
+    *,
+    accept_widening: bool = False,
+) -> None:
+    """One verdict through the store's one review path (version, widening rule, history,
+    audit record), printed with who gains and loses access."""
+    from privacy_ci.store import ReviewVerdict
+
+    with open_store(db) as store:
+        outcome = store.review_label(
+            doc_id,
+            ReviewVerdict(verdict),
+            by,
+            version=version,
+            note=note,
+            accept_widening=accept_widening,
+        )
+        record = outcome.record
         console.print(
             f"{record.doc_id}: {record.state.value} (label version {record.version},"
-            f" by {record.updated_by}); store version {store.version()}",
+            f" by {record.updated_by}); audit record {outcome.audit_seq}",
             highlight=False,
+            markup=False,
         )
-    finally:
-        store.close()
+        if outcome.diff is not None and outcome.diff.changes and verdict != "reject":
+            console.print(f"  {_consequence(outcome.diff)}", highlight=False, markup=False)
+
+
+def _consequence(diff: Any) -> str:
+    parts = []
+    for name, changes in (("gained", diff.gained), ("lost", diff.lost)):
+        if changes:
+            keys = ", ".join(c.principal.key for c in changes[:10])
+            more = f" (+{len(changes) - 10})" if len(changes) > 10 else ""
+            parts.append(f"{name} access: {keys}{more}")
+    if diff.if_assigned:
+        keys = ", ".join(c.principal.key for c in diff.if_assigned[:10])
+        parts.append(f"would gain access if assigned: {keys}")
+    if diff.latent_roles:
+        parts.append(f"roles that gain access: {', '.join(diff.latent_roles)}")
+    return "; ".join(parts) or "no change in access"
+
+
+@app.command("review")
+def store_review(doc_id: str, db: str = DbOpt, as_json: bool = JsonOpt) -> None:
+    """What approving a proposal would change: who gains and loses access now, who would
+    gain if assigned to its subject, and which roles gain (nothing is written)."""
+    with user_errors():
+        with open_store_readonly(db) as store:
+            pending = store.pending_review(doc_id)
+        diff, record = pending.diff, pending.record
+        if as_json:
+            print_json(pending.as_dict())
+            return
+        in_force = (
+            f"version {record.in_force_version} stays in force until a verdict"
+            if record.in_force_version is not None
+            else "nothing is in force: no one has access"
+        )
+        console.print(
+            f"{record.doc_id}: proposal version {record.version} by {record.updated_by};"
+            f" {in_force}",
+            highlight=False,
+            markup=False,
+        )
+        verdict = "widens access" if diff.widens else "does not widen access"
+        console.print(
+            f"  if approved: {verdict}: {_consequence(diff)}", highlight=False, markup=False
+        )
+        flag = " --accept-widening" if diff.widens else ""
+        console.print(
+            f"  approve: privacy-ci store approve {record.doc_id} --version {record.version}"
+            f"{flag} --by NAME",
+            highlight=False,
+            markup=False,
+        )
 
 
 @app.command("approve")
-def store_approve(doc_id: str, db: str = DbOpt, by: str = ByOpt, note: str = NoteOpt) -> None:
-    """Approve a label (the Policy Authority's act): it grants access from the next request."""
+def store_approve(
+    doc_id: str,
+    db: str = DbOpt,
+    by: str = ByOpt,
+    note: str = NoteOpt,
+    version: int = VersionOpt,
+    accept_widening: bool = typer.Option(
+        False,
+        "--accept-widening",
+        help="Approve although someone gains access (now or if assigned to the subject);"
+        " without it such an approval is refused.",
+    ),
+) -> None:
+    """Approve the proposal you reviewed (or reinstate a revoked label): it is in force
+    from the next request. Recorded in the history and the audit log."""
     with user_errors():
-        _lifecycle(db, doc_id, by, note, "approve")
+        _verdict(db, doc_id, "approve", by, note, version, accept_widening=accept_widening)
+
+
+@app.command("reject")
+def store_reject(
+    doc_id: str, db: str = DbOpt, by: str = ByOpt, note: str = NoteOpt, version: int = VersionOpt
+) -> None:
+    """Reject the proposal you reviewed: the label in force stays as it is (a label never
+    approved is revoked). Recorded in the history and the audit log."""
+    with user_errors():
+        _verdict(db, doc_id, "reject", by, note, version)
 
 
 @app.command("revoke")
-def store_revoke(doc_id: str, db: str = DbOpt, by: str = ByOpt, note: str = NoteOpt) -> None:
-    """Revoke a label: the document is denied from the next request on."""
+def store_revoke(
+    doc_id: str,
+    db: str = DbOpt,
+    by: str = ByOpt,
+    note: str = NoteOpt,
+    version: int | None = typer.Option(
+        None, "--version", help="The label version you saw (refused if it changed since)."
+    ),
+) -> None:
+    """Revoke a label: the document is denied from the next request on. Audited."""
     with user_errors():
-        _lifecycle(db, doc_id, by, note, "revoke")
+        _verdict(db, doc_id, "revoke", by, note, version)
 
 
 @app.command("propose")
 def store_propose(label_file: Path, db: str = DbOpt, by: str = ByOpt, note: str = NoteOpt) -> None:
-    """Propose labels from a YAML/JSON label file (state proposed: they grant nothing yet)."""
+    """Propose labels from a YAML/JSON label file. A proposal changes no access: a label
+    in force stays in force until the proposal is approved or rejected."""
     with user_errors():
         from privacy_ci.conductor import load_labels
 
         labels = load_labels(label_file)
-        store = open_store(db)
-        try:
-            for label in labels:
-                store.propose_label(label, by, note)
-        finally:
-            store.close()
+        with open_store(db) as store:
+            records = [store.propose_label(label, by, note) for label in labels]
+        kept = sum(1 for r in records if r.in_force_version is not None)
         console.print(
-            f"proposed {len(labels)} labels; approve each with privacy-ci store approve",
+            f"proposed {len(labels)} labels; they change no access until approved"
+            + (f" ({kept} approved labels stay in force meanwhile)" if kept else "")
+            + "; review each with privacy-ci store review DOC, or on /review",
             highlight=False,
+            markup=False,
         )
 
 

@@ -94,13 +94,16 @@ from privacy_ci.service._models import (
     MethodsResponse,
     RetrieveRequest,
     RetrieveResponse,
+    ReviewOut,
     StatusResponse,
+    VerdictRequest,
 )
 from privacy_ci.service._review import review_router
 from privacy_ci.service._status import StatusRule, http_status
 from privacy_ci.store import (
     DocumentStore,
     FlowDecision,
+    ReviewVerdict,
     StoreError,
     decide_batch_for,
     decide_for,
@@ -189,6 +192,13 @@ _MODEL_ERRORS: dict[int | str, dict[str, Any]] = {
 }
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorResponse, "description": "Unknown document id (authority endpoints)."}
+}
+_CONFLICT: dict[int | str, dict[str, Any]] = {
+    409: {
+        "model": ErrorResponse,
+        "description": "The label changed since the version named, is not in a state this"
+        " verdict applies to, or the approval widens access without accept_widening.",
+    }
 }
 
 
@@ -472,6 +482,8 @@ def create_app(store: DocumentStore, settings: ServiceSettings) -> FastAPI:
         # write) must not stall every other request
         result = await asyncio.to_thread(retrieve_for, store, who.requester, body.query, body.k)
         out = result.as_dict()
+        # the store version counts writes to documents this requester may not see
+        out.pop("store_version", None)
         out["decisions"] = [_public_flow(f, explain) for f in result.decisions]
         if not explain:
             out["withheld"] = None
@@ -592,30 +604,79 @@ def create_app(store: DocumentStore, settings: ServiceSettings) -> FastAPI:
         records = await asyncio.to_thread(store.labels, state)
         return {"count": len(records), "labels": [r.as_dict() for r in records]}
 
+    @app.get(
+        "/v1/labels/{doc_id}/review",
+        response_model=ReviewOut,
+        tags=["labels"],
+        responses={**_ERRORS, **_NOT_FOUND, **_CONFLICT},
+    )
+    async def review(doc_id: str, who: Authority) -> dict[str, Any]:
+        """A proposal awaiting review and its consequence: who gains and loses access,
+        who would gain if assigned to its subject, which roles gain (Policy Authority
+        only). Approve or reject it naming this `version`."""
+        pending = await asyncio.to_thread(store.pending_review, doc_id)
+        return pending.as_dict()
+
     @app.post(
         "/v1/labels/{doc_id}/approve",
         response_model=LabelOut,
         tags=["labels"],
-        responses={**_ERRORS, **_NOT_FOUND},
+        responses={**_ERRORS, **_NOT_FOUND, **_CONFLICT},
     )
-    async def approve(
-        doc_id: str, who: Authority, body: LabelActionRequest | None = None
-    ) -> dict[str, Any]:
-        """Approve a label: it grants access from the next request on (Policy Authority only)."""
-        note = body.note if body else ""
-        return (await asyncio.to_thread(store.approve_label, doc_id, who.id, note)).as_dict()
+    async def approve(doc_id: str, who: Authority, body: VerdictRequest) -> dict[str, Any]:
+        """Approve the proposal at `version` (or reinstate a revoked label): from the next
+        request on it is in force. An approval that widens access is refused (409)
+        unless `accept_widening` is set; every verdict is in the history and the audit
+        log (Policy Authority only)."""
+        outcome = await asyncio.to_thread(
+            store.review_label,
+            doc_id,
+            ReviewVerdict.APPROVE,
+            who.requester,
+            version=body.version,
+            note=body.note,
+            accept_widening=body.accept_widening,
+        )
+        return outcome.record.as_dict()
+
+    @app.post(
+        "/v1/labels/{doc_id}/reject",
+        response_model=LabelOut,
+        tags=["labels"],
+        responses={**_ERRORS, **_NOT_FOUND, **_CONFLICT},
+    )
+    async def reject(doc_id: str, who: Authority, body: VerdictRequest) -> dict[str, Any]:
+        """Reject the proposal at `version`: the label in force stays as it is (a label
+        never approved is revoked). Audited (Policy Authority only)."""
+        outcome = await asyncio.to_thread(
+            store.review_label,
+            doc_id,
+            ReviewVerdict.REJECT,
+            who.requester,
+            version=body.version,
+            note=body.note,
+        )
+        return outcome.record.as_dict()
 
     @app.post(
         "/v1/labels/{doc_id}/revoke",
         response_model=LabelOut,
         tags=["labels"],
-        responses={**_ERRORS, **_NOT_FOUND},
+        responses={**_ERRORS, **_NOT_FOUND, **_CONFLICT},
     )
     async def revoke(
         doc_id: str, who: Authority, body: LabelActionRequest | None = None
     ) -> dict[str, Any]:
-        """Revoke a label: the document is denied from the next request on."""
-        note = body.note if body else ""
-        return (await asyncio.to_thread(store.revoke_label, doc_id, who.id, note)).as_dict()
+        """Revoke a label: the document is denied from the next request on. Audited."""
+        body = body or LabelActionRequest()
+        outcome = await asyncio.to_thread(
+            store.review_label,
+            doc_id,
+            ReviewVerdict.REVOKE,
+            who.requester,
+            version=body.version,
+            note=body.note,
+        )
+        return outcome.record.as_dict()
 
     return app

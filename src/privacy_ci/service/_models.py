@@ -100,9 +100,56 @@ class JudgeResponse(BaseModel):
 
 
 class LabelActionRequest(_Body):
-    """Approve or revoke a label."""
+    """Revoke a label."""
 
     note: str = Field("", max_length=2000, description="Why (recorded in the history).")
+    version: int | None = Field(
+        None, ge=1, description="The label version you saw (refused, 409, if it changed since)."
+    )
+
+
+class VerdictRequest(_Body):
+    """Approve or reject a proposal: name the version you reviewed."""
+
+    version: int = Field(
+        ge=1,
+        description="The label version you reviewed (GET /v1/labels/{doc_id}/review);"
+        " refused (409) if the label changed since.",
+    )
+    note: str = Field("", max_length=2000, description="Why (recorded in the history).")
+    accept_widening: bool = Field(
+        False,
+        description="Approve although someone gains access, now or if assigned to the"
+        " subject (without it such an approval is refused, 409, naming who gains).",
+    )
+
+
+class PrincipalOut(BaseModel):
+    agent_id: str
+    role: str
+    context: str
+
+
+class ReviewOut(BaseModel):
+    """A proposal awaiting review and what approving it would change."""
+
+    doc_id: str
+    version: int
+    in_force_version: int | None
+    proposed: dict[str, Any]
+    in_force: dict[str, Any] | None
+    widens: bool
+    gained: list[PrincipalOut]
+    lost: list[PrincipalOut]
+    kept: list[PrincipalOut]
+    if_assigned: list[PrincipalOut] = Field(
+        description="Denied now, but would gain access if assigned to the proposal's subject."
+    )
+    latent_roles: list[str] = Field(
+        description="Roles in which any requester (assigned to the subject where the tier"
+        " needs it) would gain access."
+    )
+    policy_version: str
 
 
 class FlowDecisionOut(BaseModel):
@@ -152,7 +199,6 @@ class RetrieveResponse(BaseModel):
     context: str | None
     k: int
     policy_version: str
-    store_version: int
     authorized_count: int
     documents: list[DocumentOut]
     decisions: list[FlowDecisionOut]
@@ -194,6 +240,10 @@ class LabelOut(BaseModel):
     updated_at: str
     label: dict[str, Any]
     errors: list[str] = []
+    in_force: dict[str, Any] | None = Field(
+        None, description="The label the gate applies (None: nothing is in force)."
+    )
+    in_force_version: int | None = None
 
 
 class LabelsResponse(BaseModel):

@@ -57,9 +57,9 @@ from privacy_ci.service._status import StatusRule, http_status
 from privacy_ci.store import (
     DocumentStore,
     LabelConflict,
+    LabelRecord,
     LabelState,
     PendingReview,
-    PriorLabel,
     ReviewVerdict,
     StoreError,
 )
@@ -466,8 +466,14 @@ class ReviewPages:
             review = self.store.pending_review(doc_id, edited)
         prior = review.prior if review is not None else None
         proposed_body = edited.model_dump(mode="json") if edited is not None else record.body
-        current_body = prior.body if prior is not None else None
-        text = self.store.fetch_content([doc_id]).get(doc_id)
+        current_body = record.in_force_body
+        # the authority receives a document's text only while its label is under
+        # review, and every such view is an audit record
+        text = (
+            None
+            if review is None
+            else self.store.view_under_review(doc_id, session.caller.requester)
+        )
         history = self.store.history(doc_id, "label")
         return self.html(
             "label.html",
@@ -493,16 +499,16 @@ class ReviewPages:
         )
 
 
-def _prior_text(prior: PriorLabel | None) -> str:
-    if prior is None:
-        return "none (a new label: no one has access)"
-    return f"{prior.state.value}, version {prior.version}"
+def _in_force_text(record: LabelRecord) -> str:
+    if record.in_force_version is None:
+        return "none: no one has access"
+    return f"approved, version {record.in_force_version}"
 
 
 def review_router(store: DocumentStore, tokens: TokenCache, *, cookie_secure: bool) -> APIRouter:
     """The ``/review`` pages over `store` (mounted by `create_app`)."""
     pages = ReviewPages(store, tokens, cookie_secure=cookie_secure)
-    pages.templates.globals["prior_text"] = _prior_text
+    pages.templates.globals["in_force_text"] = _in_force_text
     router = APIRouter(prefix=PREFIX, include_in_schema=False)
     Handler = Callable[[Request, Session], Awaitable[Response]]
 

@@ -54,6 +54,7 @@ from privacy_ci.store._review import (
     Principal,
     ReviewOutcome,
     ReviewVerdict,
+    WideningNotAccepted,
     access_diff,
 )
 from privacy_ci.store._snapshot import Snapshot
@@ -93,6 +94,7 @@ __all__ = [
     "StoreError",
     "UnknownAgent",
     "UnknownDocument",
+    "WideningNotAccepted",
     "Withheld",
     "WithheldDocuments",
     "access_diff",

@@ -5,9 +5,9 @@ that would be work, memory and a timing side channel on exactly what the gate
 hides. So the store's documents are kept in **access partitions**, built from the
 fields the gate reads (paper, Algorithm 1):
 
-* ``open[role]``: documents with an approved, valid label whose ACL holds the
+* ``open[role]``: documents with a valid label in force (approved) whose ACL holds the
   role and whose tier needs no assignment (or that have no subject);
-* ``subject[s]``: documents with an approved, valid label whose tier needs an
+* ``subject[s]``: documents with a valid label in force whose tier needs an
   assignment to their subject ``s``.
 
 A requester acting in role ``r`` (authoritative in its context) with assignments
@@ -64,6 +64,14 @@ MERGE_FROM = 8
 """From this many assigned subjects on, a requester's subject partitions are merged."""
 MERGED_BUDGET = 8_000_000
 """Postings kept in merged partitions, all requesters together (least recent dropped)."""
+
+IN_FORCE_SQL = (
+    "COALESCE(l.in_force, l.body),"
+    " CASE WHEN l.in_force IS NULL THEN l.state || ':not in force' ELSE 'approved' END,"
+    " COALESCE(l.in_force_version, l.version)"
+)
+"""A label row as the index reads it: the body in force (else the row's own, which
+grants nothing), 'approved' only when one is in force, and the version decisions name."""
 
 REBUILD_FRACTION = 0.25
 """More changed documents than this fraction of the store: rebuild rather than apply."""
@@ -123,13 +131,14 @@ class _Grow:
         self.subject = np.full(1024, -1, dtype=np.int32)  # >= 0: needs an assignment
         self.length = np.zeros(1024, dtype=np.int64)
         self.has_terms = np.zeros(1024, dtype=bool)
+        self.version = np.zeros(1024, dtype=np.int64)  # the label version decisions name
 
     def ensure(self, n: int) -> None:
         size = len(self.kind)
         if n <= size:
             return
         new = max(n, size * 2)
-        for name in ("kind", "acl", "subject", "length", "has_terms"):
+        for name in ("kind", "acl", "subject", "length", "has_terms", "version"):
             old = getattr(self, name)
             grown = np.full(new, -1, dtype=old.dtype) if name == "subject" else None
             if grown is None:
@@ -198,12 +207,12 @@ class AccessIndex:
         buffers: dict[int, list[array[int]]] = {}
         n_roles = index.n_roles
         rows = db.stream(
-            "SELECT l.doc_id, l.body, l.state, t.terms FROM labels l"
+            f"SELECT l.doc_id, {IN_FORCE_SQL}, t.terms FROM labels l"
             " LEFT JOIN doc_terms t ON t.doc_id = l.doc_id ORDER BY l.doc_id"
         )
-        for doc_id, body, state, terms in rows:
+        for doc_id, body, state, version, terms in rows:
             o = index._ordinal(doc_id)
-            counts = index._place(o, body, state, terms)
+            counts = index._place(o, body, state, terms, version)
             index._count(o, +1)
             for part, role in index._partitions(o):
                 key = role if part is None else n_roles + part
@@ -320,11 +329,18 @@ class AccessIndex:
         return s
 
     def _place(
-        self, o: int, body: str | None, state: str | None, terms: str | None
+        self,
+        o: int,
+        body: str | None,
+        state: str | None,
+        terms: str | None,
+        version: int | None = None,
     ) -> dict[int, int]:
-        """Set a document's columns from its label row and terms; its term counts."""
+        """Set a document's columns from its label row (`IN_FORCE_SQL`) and terms; its
+        term counts."""
         cols = self.cols
         cols.acl[o], cols.subject[o] = 0, -1
+        cols.version[o] = -1 if version is None else int(version)
         if body is None:
             cols.kind[o] = NO_LABEL
         elif state != LabelState.APPROVED.value:
@@ -403,9 +419,10 @@ class AccessIndex:
             chunk = wanted[start : start + 500]
             marks = Database.placeholders(len(chunk))
             labels = {
-                d: (b, s)
-                for d, b, s in db.query(
-                    f"SELECT doc_id, body, state FROM labels WHERE doc_id IN ({marks})", chunk
+                d: (b, s, v)
+                for d, b, s, v in db.query(
+                    f"SELECT l.doc_id, {IN_FORCE_SQL} FROM labels l WHERE l.doc_id IN ({marks})",
+                    chunk,
                 )
             }
             terms: dict[str, str] = dict(
@@ -416,8 +433,8 @@ class AccessIndex:
                 for part, role in self._partitions(o):
                     self._postings(part, role).discard(o)
                 self._count(o, -1)
-                body, state = labels.get(doc_id, (None, None))
-                counts = self._place(o, body, state, terms.get(doc_id))
+                body, state, version = labels.get(doc_id, (None, None, None))
+                counts = self._place(o, body, state, terms.get(doc_id), version)
                 self._count(o, +1)
                 for part, role in self._partitions(o):
                     self._postings(part, role).add(o, counts)
@@ -591,6 +608,44 @@ class AccessIndex:
             if term in norm:
                 scores[slots[term]] += norm[term][1]
         return _best(uniq, scores, k, self.ids)
+
+    def decide_ids(
+        self, scope: Scope, doc_ids: Sequence[str]
+    ) -> tuple[list[Rule], list[int | None]]:
+        """The gate's deciding rule for each id and its label version (None:
+        no label), from the index's columns, in the order of Algorithm 1 as the
+        store applies it (a document without a label in force is an invalid label).
+
+        Every id costs the same whether the store holds it or not: one dictionary
+        lookup and the same vectorised column reads (an unknown id reads a
+        placeholder row), so a batch's work says nothing about which ids exist.
+        """
+        cols = self.cols
+        n = len(doc_ids)
+        ords = np.fromiter((self.ordinal.get(d, -1) for d in doc_ids), dtype=np.int64, count=n)
+        known = ords >= 0
+        at = np.where(known, ords, 0)
+        kind = np.where(known, cols.kind[at], NO_LABEL)
+        version = np.where(known, cols.version[at], -1)
+        acl = np.where(known, cols.acl[at], np.uint64(0))
+        subject = np.where(known, cols.subject[at], -1)
+        rules = np.full(n, Rule.PERMIT, dtype=np.uint8)
+        in_force = (kind == INVALID) | (kind == VALID)
+        rules[~in_force] = Rule.INVALID_LABEL
+        if scope.role is None:
+            rules[in_force] = scope.rule or Rule.NO_ACTIVE_ROLE
+        else:
+            valid = kind == VALID
+            rules[kind == INVALID] = Rule.INVALID_LABEL
+            on_acl = (acl & np.uint64(1 << scope.role)) != 0
+            rules[valid & ~on_acl] = Rule.ROLE_NOT_PERMITTED
+            unlocked = np.isin(subject, np.array(scope.subjects, dtype=np.int32))
+            rules[valid & on_acl & (subject >= 0) & ~unlocked] = Rule.ASSIGNMENT_REQUIRED
+        self.work += n
+        return (
+            [Rule(r) for r in rules.tolist()],
+            [v if v >= 0 else None for v in version.tolist()],
+        )
 
     def listed(self, scope: Scope) -> list[tuple[str, Rule]]:
         """Every labelled document outside the authorized set, with its rule, by id.

@@ -1,17 +1,19 @@
 """The store's labels and their lifecycle: proposed, approved, revoked.
 
-A label is ``proposed`` (drafted, e.g. by a model: it grants nothing), ``approved``
-(by the Policy Authority: only approved labels reach the gate) or ``revoked``.
-Proposing, editing (an edit makes the label ``proposed`` again, so it must be
-re-approved), approving and revoking each bump the label's version and record
-the change, with who and when, in the history.
+A label is ``proposed`` (drafted, e.g. by a model, or a change awaiting review),
+``approved`` (by the Policy Authority) or ``revoked``. What the gate applies is the
+label **in force**: the body last approved (``labels.in_force``), kept while a
+change to it awaits review, cleared by a revocation. So a proposal never changes
+access: a new label grants nothing until it is approved, and a change to an
+approved label leaves the approved one in force until the change is approved (it
+then replaces it) or rejected (the label returns to what it was).
 
-Review. A proposal is approved (as proposed, or edited by the authority first:
-`approve_edited_label`) or rejected (`reject_label`): rejecting restores the
-label as it stood before the proposal (`label_before_proposal`, read from the
-history), or revokes a label that was never anything but proposed. Each of these
-takes the version the reviewer saw; a label changed since is refused
-(`LabelConflict`), so nobody approves what they did not see.
+Proposing, editing, approving, rejecting and revoking each bump the label's
+version and record the change, with who and when, in the history. The verdicts
+(approve, reject, revoke) are taken through one guarded path,
+`privacy_ci.store._review.ReviewMixin`, which checks the version the reviewer
+saw, applies the widening rule and writes an audit record; this module holds the
+row operations it is made of (`LabelRows`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ from privacy_ci.store._base import StoreBase
 from privacy_ci.store._history import record_change, require_actor
 from privacy_ci.store._sql import Database, canonical_json, utc_now
 
-LABEL_COLUMNS_SQL = "doc_id, body, state, version, updated_by, updated_at"
+LABEL_COLUMNS_SQL = (
+    "doc_id, body, state, version, updated_by, updated_at, in_force, in_force_version"
+)
 
 
 class LabelState(StrEnum):
@@ -63,16 +67,21 @@ class UnknownDocument(PrivacyCIError):
 
 @dataclass(frozen=True)
 class LabelRecord:
-    """A stored label with its lifecycle state.
+    """A stored label with its lifecycle state and the label in force.
 
     Args:
         doc_id: the document.
-        body: the label's fields as stored (JSON).
-        label: the validated label (None when the stored body does not validate).
-        errors: why it does not validate.
+        body: the label's fields as stored (JSON): the proposal, while one awaits review.
+        label: the validated `body` (None when it does not validate).
+        errors: why `body` does not validate.
         state: proposed, approved or revoked.
-        version: bumped by every change (edit, approval, revocation).
+        version: bumped by every change (proposal, edit, approval, rejection, revocation).
         updated_by / updated_at: who made the last change, and when.
+        in_force_body: the body the gate applies (the last approved one; None: nothing
+            is in force, the document is granted to nobody).
+        in_force: the validated `in_force_body` (None when absent or invalid).
+        in_force_version: the version at which `in_force_body` was approved.
+        in_force_errors: why `in_force_body` does not validate.
     """
 
     doc_id: str
@@ -83,6 +92,10 @@ class LabelRecord:
     version: int
     updated_by: str
     updated_at: str
+    in_force_body: dict[str, Any] | None = None
+    in_force: Label | None = None
+    in_force_version: int | None = None
+    in_force_errors: tuple[str, ...] = ()
 
     @property
     def title(self) -> str:
@@ -90,7 +103,13 @@ class LabelRecord:
 
     @property
     def approved(self) -> bool:
-        return self.state is LabelState.APPROVED and self.label is not None
+        """Whether a valid label is in force (it may grant access)."""
+        return self.in_force is not None
+
+    @property
+    def pending(self) -> bool:
+        """Whether a proposal awaits review."""
+        return self.state is LabelState.PROPOSED
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -101,27 +120,62 @@ class LabelRecord:
             "updated_at": self.updated_at,
             "label": self.body,
             "errors": list(self.errors),
+            "in_force": self.in_force_body,
+            "in_force_version": self.in_force_version,
         }
+
+
+def _parsed(
+    doc_id: str, text: str, what: str
+) -> tuple[dict[str, Any], Label | None, tuple[str, ...]]:
+    """A stored body, its validated label and its errors (a row edited outside the
+    store is an invalid label, denied, never a failed request)."""
+    try:
+        body = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        return {}, None, (f"store: label {doc_id!r}: the stored {what} is not JSON ({exc})",)
+    if not isinstance(body, dict):
+        return {}, None, (f"store: label {doc_id!r}: the stored {what} is not a JSON object",)
+    try:
+        return body, Label.model_validate(body), ()
+    except ValidationError as exc:
+        return body, None, tuple(format_validation_error("store", f"label {doc_id!r}", exc))
 
 
 def label_record(row: tuple[Any, ...]) -> LabelRecord:
     """The record a ``labels`` row holds (columns as in `LABEL_COLUMNS_SQL`)."""
-    doc_id, body_text, state, version, updated_by, updated_at = row
-    label: Label | None = None
-    errors: tuple[str, ...] = ()
-    try:
-        body = json.loads(body_text)
-    except ValueError as exc:  # a row edited outside the store: an invalid label, denied
-        body = {}
-        errors = (f"store: label {doc_id!r}: the stored body is not JSON ({exc})",)
-    if not errors:
-        try:
-            label = Label.model_validate(body)
-        except ValidationError as exc:
-            errors = tuple(format_validation_error("store", f"label {doc_id!r}", exc))
+    doc_id, body_text, state, version, updated_by, updated_at, force_text, force_version = row
+    body, label, errors = _parsed(doc_id, body_text, "body")
+    force_body: dict[str, Any] | None = None
+    force: Label | None = None
+    force_errors: tuple[str, ...] = ()
+    if force_text is not None:
+        if force_text == body_text:  # the common case: the approved body is the row's own
+            force_body, force, force_errors = body, label, errors
+        else:
+            force_body, force, force_errors = _parsed(doc_id, force_text, "label in force")
     return LabelRecord(
-        doc_id, body, label, errors, LabelState(state), int(version), updated_by, updated_at
+        doc_id,
+        body,
+        label,
+        errors,
+        LabelState(state),
+        int(version),
+        updated_by,
+        updated_at,
+        force_body,
+        force,
+        None if force_version is None else int(force_version),
+        force_errors,
     )
+
+
+def _check_version(current: LabelRecord, version: int | None) -> None:
+    if version is not None and current.version != version:
+        raise LabelConflict(
+            f"label {current.doc_id!r} changed since version {version}: it is now version"
+            f" {current.version}; review it again"
+        )
 
 
 def read_label(db: Database, doc_id: str) -> LabelRecord:
@@ -201,14 +255,20 @@ def label_before_proposal(db: Database, doc_id: str) -> PriorLabel | None:
 
 
 class LabelsMixin(StoreBase):
-    """`DocumentStore`'s labels and their lifecycle."""
+    """`DocumentStore`'s labels: proposals, reading, and the row operations of a verdict.
+
+    The verdicts themselves (approve, reject, revoke) are `ReviewMixin`'s: one path
+    that checks the reviewed version, the widening rule and writes the audit record.
+    """
 
     def propose_label(
         self, label: Label | Mapping[str, Any], by: str, note: str = ""
     ) -> LabelRecord:
-        """Add a label, or edit one, in state ``proposed`` (it grants nothing yet).
+        """Add a label, or propose a change to one, in state ``proposed``.
 
-        Editing an approved label suspends it until it is approved again.
+        A proposal changes no access: a new label grants nothing until it is
+        approved, and an approved label stays in force, as approved, until the
+        change is approved (then the change is in force) or rejected.
 
         Args:
             label: the label (validated against the label schema).
@@ -222,128 +282,31 @@ class LabelsMixin(StoreBase):
             ValidationFailed: the label does not validate.
         """
         label = self._checked_label(label, "proposed label")
+        with self.db.write() as db:
+            return self._propose_row(db, label, by, note)
+
+    def _propose_row(self, db: Database, label: Label, by: str, note: str) -> LabelRecord:
         body = label.model_dump(mode="json")
-        with self.db.write() as db:
-            row = db.query_one("SELECT version FROM labels WHERE doc_id = ?", (label.doc_id,))
-            version = 1 if row is None else int(row[0]) + 1
-            db.execute(
-                "INSERT INTO labels (doc_id, body, state, version, updated_by, updated_at)"
-                " VALUES (?, ?, 'proposed', ?, ?, ?) ON CONFLICT (doc_id) DO UPDATE SET"
-                " body = excluded.body, state = excluded.state, version = excluded.version,"
-                " updated_by = excluded.updated_by, updated_at = excluded.updated_at",
-                (label.doc_id, canonical_json(body), version, require_actor(by), utc_now()),
-            )
-            action = "propose" if row is None else "edit"
-            record_change(
-                db,
-                by,
-                action,
-                "label",
-                label.doc_id,
-                {"version": version, "state": "proposed", "label": body, "note": note},
-            )
-            return read_label(db, label.doc_id)
-
-    def approve_label(
-        self, doc_id: str, by: str, note: str = "", *, version: int | None = None
-    ) -> LabelRecord:
-        """Approve a label (the Policy Authority's act): from now on it grants access.
-
-        Args:
-            doc_id: the document.
-            by: who approves.
-            note: why.
-            version: the proposal the reviewer saw: the label must still be
-                ``proposed`` at exactly this version (None: approve whatever is stored).
-
-        Raises:
-            UnknownDocument: no label with that id.
-            ValidationFailed: the stored label does not validate.
-            LabelConflict: `version` is given and the label is not that proposal.
-        """
-        return self._set_state(doc_id, LabelState.APPROVED, by, note, version)
-
-    def approve_edited_label(
-        self, label: Label | Mapping[str, Any], by: str, note: str = "", *, version: int
-    ) -> LabelRecord:
-        """Edit a proposal and approve the edit, in one transaction (the history shows
-        both: an ``edit`` and an ``approve`` by the reviewer).
-
-        Args:
-            label: the label as the reviewer edited it (its ``doc_id`` names the proposal).
-            by: who edits and approves.
-            note: why.
-            version: the proposal the reviewer edited (it must still be ``proposed``
-                at this version).
-
-        Raises:
-            UnknownDocument: no label with that id.
-            ValidationFailed: the edited label does not validate.
-            LabelConflict: the label is not that proposal any more.
-        """
-        checked = self._checked_label(label, "edited label")
-        with self.db.write() as db:
-            current = self._pending(db, checked.doc_id, version)
-            if checked.model_dump(mode="json") != current.body:  # an unchanged edit is no edit
-                self.propose_label(checked, by, note)
-            return self._set_state(checked.doc_id, LabelState.APPROVED, by, note)
-
-    def reject_label(
-        self, doc_id: str, by: str, note: str = "", *, version: int | None = None
-    ) -> LabelRecord:
-        """Reject a proposal: what it proposed grants nothing, now or later.
-
-        The label returns to what it was before the proposal (the approved or
-        revoked version, body and state, `label_before_proposal`); a label that was
-        never anything but proposed is revoked. Either way the change is a
-        ``reject`` in the history, which keeps the rejected proposal.
-
-        Args:
-            doc_id: the document.
-            by: who rejects.
-            note: why.
-            version: the proposal the reviewer saw (None: the current one).
-
-        Raises:
-            UnknownDocument: no label with that id.
-            LabelConflict: the label is not awaiting review, or not at `version`.
-        """
-        with self.db.write() as db:
-            current = self._pending(db, doc_id, version)
-            prior = label_before_proposal(db, doc_id)
-            body = current.body if prior is None else prior.body
-            state = LabelState.REVOKED if prior is None else prior.state
-            new_version = current.version + 1
-            db.execute(
-                "UPDATE labels SET body = ?, state = ?, version = ?, updated_by = ?,"
-                " updated_at = ? WHERE doc_id = ?",
-                (
-                    canonical_json(body),
-                    state.value,
-                    new_version,
-                    require_actor(by),
-                    utc_now(),
-                    doc_id,
-                ),
-            )
-            record_change(
-                db,
-                by,
-                "reject",
-                "label",
-                doc_id,
-                {
-                    "version": new_version,
-                    "state": state.value,
-                    "from": current.state.value,
-                    "rejected_version": current.version,
-                    "restored_version": None if prior is None else prior.version,
-                    "label": body,
-                    "rejected": current.body,
-                    "note": note,
-                },
-            )
-            return read_label(db, doc_id)
+        row = db.query_one("SELECT version FROM labels WHERE doc_id = ?", (label.doc_id,))
+        version = 1 if row is None else int(row[0]) + 1
+        # in_force is left as it is: only an approval puts a body in force
+        db.execute(
+            "INSERT INTO labels (doc_id, body, state, version, updated_by, updated_at)"
+            " VALUES (?, ?, 'proposed', ?, ?, ?) ON CONFLICT (doc_id) DO UPDATE SET"
+            " body = excluded.body, state = excluded.state, version = excluded.version,"
+            " updated_by = excluded.updated_by, updated_at = excluded.updated_at",
+            (label.doc_id, canonical_json(body), version, require_actor(by), utc_now()),
+        )
+        action = "propose" if row is None else "edit"
+        record_change(
+            db,
+            by,
+            action,
+            "label",
+            label.doc_id,
+            {"version": version, "state": "proposed", "label": body, "note": note},
+        )
+        return read_label(db, label.doc_id)
 
     def prior_label(self, doc_id: str) -> PriorLabel | None:
         """The label as it stood before the proposal awaiting review
@@ -354,14 +317,6 @@ class LabelsMixin(StoreBase):
         """
         with self.db.read() as db:
             return label_before_proposal(db, doc_id)
-
-    def revoke_label(self, doc_id: str, by: str, note: str = "") -> LabelRecord:
-        """Revoke a label: the document is denied from the next request on.
-
-        Raises:
-            UnknownDocument: no label with that id.
-        """
-        return self._set_state(doc_id, LabelState.REVOKED, by, note)
 
     @staticmethod
     def _checked_label(label: Label | Mapping[str, Any], what: str) -> Label:
@@ -381,45 +336,97 @@ class LabelsMixin(StoreBase):
                 f"label {doc_id!r} is not awaiting review: it is {current.state.value}"
                 f" (version {current.version})"
             )
-        if version is not None and current.version != version:
-            raise LabelConflict(
-                f"label {doc_id!r} changed since version {version}: it is now version"
-                f" {current.version}; review it again"
-            )
+        _check_version(current, version)
         return current
 
-    def _set_state(
-        self, doc_id: str, state: LabelState, by: str, note: str, version: int | None = None
-    ) -> LabelRecord:
-        with self.db.write() as db:
-            if version is not None:
-                self._pending(db, doc_id, version)
-            current = read_label(db, doc_id)
-            if current.state is state:
-                return current
-            if state is LabelState.APPROVED and current.label is None:
-                raise ValidationFailed([f"label {doc_id!r} cannot be approved:", *current.errors])
-            version = current.version + 1
-            db.execute(
-                "UPDATE labels SET state = ?, version = ?, updated_by = ?, updated_at = ?"
-                " WHERE doc_id = ?",
-                (state.value, version, require_actor(by), utc_now(), doc_id),
+    @staticmethod
+    def _approvable(db: Database, doc_id: str, version: int | None) -> LabelRecord:
+        """The stored label, which must be a proposal or a revoked label (at `version`)."""
+        current = read_label(db, doc_id)
+        if current.state is LabelState.APPROVED:
+            raise LabelConflict(
+                f"label {doc_id!r} is not awaiting review: it is approved (version"
+                f" {current.version}); propose a change to it first"
             )
-            action = "approve" if state is LabelState.APPROVED else "revoke"
-            record_change(
-                db,
-                by,
-                action,
-                "label",
-                doc_id,
-                {
-                    "version": version,
-                    "state": state.value,
-                    "from": current.state.value,
-                    "note": note,
-                },
-            )
-            return read_label(db, doc_id)
+        _check_version(current, version)
+        if current.label is None:
+            raise ValidationFailed([f"label {doc_id!r} cannot be approved:", *current.errors])
+        return current
+
+    def _approve_row(self, db: Database, current: LabelRecord, by: str, note: str) -> LabelRecord:
+        """Put `current`'s body in force (the caller checked it may be approved)."""
+        version = current.version + 1
+        db.execute(
+            "UPDATE labels SET state = 'approved', version = ?, updated_by = ?, updated_at = ?,"
+            " in_force = body, in_force_version = ? WHERE doc_id = ?",
+            (version, require_actor(by), utc_now(), version, current.doc_id),
+        )
+        record_change(
+            db,
+            by,
+            "approve",
+            "label",
+            current.doc_id,
+            {"version": version, "state": "approved", "from": current.state.value, "note": note},
+        )
+        return read_label(db, current.doc_id)
+
+    def _reject_row(self, db: Database, current: LabelRecord, by: str, note: str) -> LabelRecord:
+        """Undo the proposal `current`: the label as before it (`label_before_proposal`),
+        or revoked when it was never anything but proposed. The label in force is
+        untouched: the proposal never was."""
+        prior = label_before_proposal(db, current.doc_id)
+        body = current.body if prior is None else prior.body
+        state = LabelState.REVOKED if prior is None else prior.state
+        new_version = current.version + 1
+        db.execute(
+            "UPDATE labels SET body = ?, state = ?, version = ?, updated_by = ?,"
+            " updated_at = ? WHERE doc_id = ?",
+            (
+                canonical_json(body),
+                state.value,
+                new_version,
+                require_actor(by),
+                utc_now(),
+                current.doc_id,
+            ),
+        )
+        record_change(
+            db,
+            by,
+            "reject",
+            "label",
+            current.doc_id,
+            {
+                "version": new_version,
+                "state": state.value,
+                "from": current.state.value,
+                "rejected_version": current.version,
+                "restored_version": None if prior is None else prior.version,
+                "label": body,
+                "rejected": current.body,
+                "note": note,
+            },
+        )
+        return read_label(db, current.doc_id)
+
+    def _revoke_row(self, db: Database, current: LabelRecord, by: str, note: str) -> LabelRecord:
+        """Take the label out of force (a proposal awaiting review is dropped with it)."""
+        version = current.version + 1
+        db.execute(
+            "UPDATE labels SET state = 'revoked', version = ?, updated_by = ?, updated_at = ?,"
+            " in_force = NULL, in_force_version = NULL WHERE doc_id = ?",
+            (version, require_actor(by), utc_now(), current.doc_id),
+        )
+        record_change(
+            db,
+            by,
+            "revoke",
+            "label",
+            current.doc_id,
+            {"version": version, "state": "revoked", "from": current.state.value, "note": note},
+        )
+        return read_label(db, current.doc_id)
 
     def label(self, doc_id: str) -> LabelRecord:
         """The stored label of `doc_id`, in any state.

@@ -92,7 +92,15 @@ def load_corpus_into(
         # methods (propose_label, approve_label / revoke_label, put_document) would
         # write, in the same order. Rows whose keys are not stored yet are plain
         # appends (COPY straight into the table on PostgreSQL); otherwise they replace.
-        stored: dict[str, int] = dict(db.query("SELECT doc_id, version FROM labels"))
+        stored: dict[str, int] = {}
+        # a load that only proposes leaves a label in force as it is (a proposal
+        # changes no access)
+        kept_in_force: dict[str, tuple[str | None, int | None]] = {}
+        for doc_id, version, force_body, force_version in db.query(
+            "SELECT doc_id, version, in_force, in_force_version FROM labels"
+        ):
+            stored[doc_id] = version
+            kept_in_force[doc_id] = (force_body, force_version)
         stored_documents = {
             row[0]
             for row in db.query("SELECT doc_id FROM documents UNION SELECT doc_id FROM doc_terms")
@@ -123,7 +131,12 @@ def load_corpus_into(
                 history.append(
                     (now, approver, decided, "label", doc_id, f"{decision_head}{version}}}")
                 )
-            label_rows.append((doc_id, body, target.value, version, actor, now))
+            in_force = (
+                (body, version)
+                if target is LabelState.APPROVED
+                else kept_in_force.get(doc_id, (None, None))
+            )
+            label_rows.append((doc_id, body, target.value, version, actor, now, *in_force))
             if doc_id in documents_of:
                 history.append(_document_change(proposer, documents_of[doc_id]))
         for doc_id in corpus.unlabelled if content else ():
@@ -132,7 +145,16 @@ def load_corpus_into(
             db.bump_version()
         db.bulk_write(
             "labels",
-            ("doc_id", "body", "state", "version", "updated_by", "updated_at"),
+            (
+                "doc_id",
+                "body",
+                "state",
+                "version",
+                "updated_by",
+                "updated_at",
+                "in_force",
+                "in_force_version",
+            ),
             label_rows,
             key=("doc_id",) if any(row[0] in stored for row in label_rows) else (),
         )

@@ -35,6 +35,7 @@ from privacy_ci.errors import PrivacyCIError
 from privacy_ci.store._audit import AuditEntry
 from privacy_ci.store._labels import LabelRecord, LabelState, UnknownDocument
 from privacy_ci.store._ranking import Embedder
+from privacy_ci.store._snapshot import Snapshot
 from privacy_ci.store._store import DocumentStore
 
 MAX_K = 100
@@ -220,7 +221,8 @@ def decide_label(
     doc_id: str,
     score: float | None = None,
 ) -> FlowDecision:
-    """Decide one document on its stored label: only an approved, valid label can permit.
+    """Decide one document on its stored label in force: only an approved, valid label
+    can permit (a proposal awaiting review changes nothing until it is approved).
 
     Args:
         gate: the gate of the current policy.
@@ -230,7 +232,7 @@ def decide_label(
         score: its ranking score, for candidates.
 
     Returns:
-        The `FlowDecision`; a label that is not approved is denied with
+        The `FlowDecision`; a document with no label in force is denied with
         `Rule.INVALID_LABEL` and says why.
     """
     if record is None:
@@ -238,18 +240,19 @@ def decide_label(
             Effect.DENY, Rule.INVALID_LABEL, gate.version, (f"document {doc_id!r} has no label",)
         )
         return FlowDecision(doc_id, decision, None, None, score)
-    if record.state is not LabelState.APPROVED:
+    if record.in_force_body is None:
         decision = Decision(
             Effect.DENY,
             Rule.INVALID_LABEL,
             gate.version,
             (f"label state is {record.state.value!r}: only approved labels grant access",),
         )
-    elif record.label is None:
-        decision = Decision(Effect.DENY, Rule.INVALID_LABEL, gate.version, record.errors)
+        return FlowDecision(doc_id, decision, record.version, record.state.value, score)
+    if record.in_force is None:
+        decision = Decision(Effect.DENY, Rule.INVALID_LABEL, gate.version, record.in_force_errors)
     else:
-        decision = gate.decide(requester, record.label)
-    return FlowDecision(doc_id, decision, record.version, record.state.value, score)
+        decision = gate.decide(requester, record.in_force)
+    return FlowDecision(doc_id, decision, record.in_force_version, LabelState.APPROVED.value, score)
 
 
 def _who(request_id: str, requester: Requester, action: str) -> dict[str, Any]:
@@ -336,17 +339,43 @@ def decide_batch_for(
         raise ValueError("unknown must be 'raise' or 'deny'")
     snap = store.snapshot()
     distinct = list(dict.fromkeys(doc_ids))
-    labels = store.read_labels(distinct)
-    missing = [d for d in distinct if d not in labels]
-    if missing and unknown == "raise":
-        raise UnknownDocument(missing)
-    flows = [decide_label(snap.gate, requester, labels.get(d), d) for d in doc_ids]
+    if unknown == "raise":
+        # the operator's view (explained denials): every label read, its errors named
+        labels = store.read_labels(distinct)
+        missing = [d for d in distinct if d not in labels]
+        if missing:
+            raise UnknownDocument(missing)
+        flows = [decide_label(snap.gate, requester, labels.get(d), d) for d in doc_ids]
+    else:
+        flows = _decide_from_index(snap, requester, distinct, doc_ids)
     rid = request_id or uuid.uuid4().hex
     if compact:
         store.audit.append([_batch_entry(rid, requester, action, flows, snap)])
     else:
         store.audit.append([_entry(rid, requester, action, f, snap.version) for f in flows])
     return flows
+
+
+def _decide_from_index(
+    snap: Snapshot, requester: Requester, distinct: Sequence[str], doc_ids: Sequence[str]
+) -> list[FlowDecision]:
+    """Decisions from the access index's columns: the same work for every id, known
+    or not, so neither the answers nor the time tell which requested ids exist."""
+    index = snap.index
+    with index.lock:
+        scope = index.scope(requester)
+        rules, versions = index.decide_ids(scope, distinct)
+    version = snap.gate.version
+    decided = {
+        doc_id: FlowDecision(
+            doc_id,
+            Decision(Effect.PERMIT if rule is Rule.PERMIT else Effect.DENY, rule, version),
+            label_version,
+            LabelState.APPROVED.value if rule is Rule.PERMIT else None,
+        )
+        for doc_id, rule, label_version in zip(distinct, rules, versions, strict=True)
+    }
+    return [decided[d] for d in doc_ids]
 
 
 BATCH_DECISION = "batch"
@@ -466,11 +495,11 @@ def retrieve_for(
     admitted = []
     for flow in flows:
         if flow.permitted and flow.doc_id in content and flow.label_version is not None:
-            record = fresh[flow.doc_id]
+            in_force = fresh[flow.doc_id].in_force_body or {}
             admitted.append(
                 AdmittedDocument(
                     flow.doc_id,
-                    record.title,
+                    str(in_force.get("title", "")),
                     content[flow.doc_id],
                     float(flow.score or 0.0),
                     flow.label_version,

@@ -43,7 +43,9 @@ Engine = Literal["sqlite", "postgresql"]
 Row = tuple[Any, ...]
 
 WRITE_LOCK = 0x5052_4356  # pg_advisory_xact_lock key held by every write transaction
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+"""2: `labels.in_force` (the approved body the gate applies, kept while a change awaits
+review). A version-1 store is upgraded in place when it is opened for writing."""
 
 
 class StoreError(PrivacyCIError):
@@ -101,7 +103,9 @@ CREATE TABLE IF NOT EXISTS labels (
     state TEXT NOT NULL CHECK (state IN ('proposed', 'approved', 'revoked')),
     version INTEGER NOT NULL,
     updated_by TEXT NOT NULL,
-    updated_at TEXT NOT NULL
+    updated_at TEXT NOT NULL,
+    in_force TEXT,
+    in_force_version INTEGER
 );
 CREATE TABLE IF NOT EXISTS documents (
     doc_id TEXT PRIMARY KEY,

@@ -31,7 +31,7 @@ other sharing the database, and a write costs what it changed.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -59,6 +59,20 @@ __all__ = [
     "UnknownAgent",
     "UnknownDocument",
 ]
+
+
+def _upgrade_from_1(db: Database) -> None:
+    # Version 1 had no label in force apart from the row's own body and state: an
+    # approved row's body is in force, anything else grants nothing (as it did).
+    db.execute("ALTER TABLE labels ADD COLUMN in_force TEXT")
+    db.execute("ALTER TABLE labels ADD COLUMN in_force_version INTEGER")
+    db.execute(
+        "UPDATE labels SET in_force = body, in_force_version = version WHERE state = 'approved'"
+    )
+
+
+UPGRADES: dict[str, Callable[[Database], None]] = {"1": _upgrade_from_1}
+"""Schema version -> the step that brings it to the next one (applied in order)."""
 
 
 class DocumentStore(
@@ -134,6 +148,15 @@ class DocumentStore(
                 )
                 db.execute("INSERT INTO store_version (id, version) VALUES (1, 0)")
                 found = (SCHEMA_VERSION,)
+            elif found[0] in UPGRADES:
+                for since in sorted(UPGRADES, key=int):
+                    if int(since) >= int(found[0]):
+                        UPGRADES[since](db)
+                db.run_script(statements[1:])  # tables added since (all IF NOT EXISTS)
+                db.execute(
+                    "UPDATE meta SET value = ? WHERE key = 'schema_version'", (SCHEMA_VERSION,)
+                )
+                found = (SCHEMA_VERSION,)
         if found[0] != SCHEMA_VERSION:
             raise StoreError(
                 f"store {self.db.name} has schema version {found[0]!r};"
@@ -148,6 +171,12 @@ class DocumentStore(
             raise StoreError(f"{self.db.name} is not a privacy-ci store ({exc})") from None
         if found is None:
             raise StoreError(f"{self.db.name} is not a privacy-ci store (no schema version)")
+        if found[0] in UPGRADES:
+            raise StoreError(
+                f"store {self.db.name} has schema version {found[0]!r}, older than this"
+                f" privacy-ci's {SCHEMA_VERSION}: open it once for writing to upgrade it"
+                " (privacy-ci store init --db ...)"
+            )
         if found[0] != SCHEMA_VERSION:
             raise StoreError(
                 f"store {self.db.name} has schema version {found[0]!r};"
