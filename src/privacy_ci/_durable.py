@@ -75,7 +75,7 @@ def read_json(path: Path, missing: str) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise PrivacyCIError(missing) from None
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
         raise PrivacyCIError(f"{path}: not JSON ({exc})") from None
 
 
@@ -152,7 +152,7 @@ def read_records(path: Path | str, key: str = "case_id") -> RecordsRead:
             record = json.loads(raw.decode("utf-8"))
             if not isinstance(record, dict) or key not in record:
                 raise ValueError("not a record")
-        except (UnicodeDecodeError, ValueError):
+        except (UnicodeDecodeError, ValueError, RecursionError):  # (a line nested too deeply)
             if number == len(complete) and not _tail:
                 break  # a last line that is not a record: treat it as cut short
             raise PrivacyCIError(

@@ -3,6 +3,7 @@ naming the file and the field, and nothing of it is loaded (issue 16)."""
 
 from __future__ import annotations
 
+import copy
 import shutil
 import sys
 from collections.abc import Callable
@@ -133,7 +134,8 @@ def test_duplicate_doc_ids_in_the_label_file(tmp_path: Path) -> None:
     folder = labelled_starter(tmp_path)
     edit_yaml(
         folder / "labels.yaml",
-        lambda d: d["documents"].append(dict(d["documents"][0])),  # type: ignore[index,attr-defined]
+        # a deep copy: PyYAML dumps an object used twice as an alias, which is refused
+        lambda d: d["documents"].append(copy.deepcopy(d["documents"][0])),  # type: ignore[index,attr-defined]
     )
     assert the_problem(
         folder, "labels.yaml", "'EX-HANDBOOK'", "doc_id is used by an earlier document"

@@ -224,18 +224,22 @@ def test_run_report_export_propose_approve(folder: Path, model: dict[str, Any]) 
     check = ok_json("conductor", "validate", str(copy))
     assert check["valid"] and check["unlabelled"] == 2
 
-    # the store: the folder loaded, the drafts proposed; proposed grants nothing
+    # the store: the folder loaded, the drafts proposed; a proposal changes no access
     db = folder.parent / "store.db"
     ok("store", "load", str(folder), "--db", str(db))
-    assert admitted(db, "E01") == [HANDBOOK]  # the authored, approved label
-    assert admitted(db, "H01") == [HANDBOOK]
+    before = {agent: admitted(db, agent) for agent in ("E01", "E02", "H01")}
+    assert before["E01"] == [HANDBOOK]  # the authored, approved label
+    assert before["H01"] == [HANDBOOK]
     proposed = ok("store", "propose", str(drafts), "--db", str(db), "--by", "model:scripted")
     assert "proposed 1 label" in proposed
     with DocumentStore(f"sqlite:///{db}") as store:
-        assert {r.doc_id: r.state for r in store.labels()} == {HANDBOOK: LabelState.PROPOSED}
+        (record,) = store.labels()
+        assert (record.doc_id, record.state) == (HANDBOOK, LabelState.PROPOSED)
+        assert record.in_force_version is not None  # the authored label stays in force
+        version = record.version
     for agent in ("E01", "E02", "H01"):
-        assert admitted(db, agent) == [], agent  # drafts are not policy
-    ok("store", "approve", HANDBOOK, "--db", str(db), "--by", "PA1")
+        assert admitted(db, agent) == before[agent], agent  # drafts are not policy
+    ok("store", "approve", HANDBOOK, "--db", str(db), "--by", "PA1", "--version", str(version))
     assert admitted(db, "H01") == [HANDBOOK] and admitted(db, "E01") == [HANDBOOK]
     # the review, never labelled, is granted to nobody
     assert all(REVIEW not in admitted(db, a) for a in ("E01", "E02", "H01"))

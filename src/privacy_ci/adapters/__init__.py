@@ -13,20 +13,30 @@ gate admits for one requester, the one named by a signed token:
 
 Each framework is an optional extra and is imported only by its own module, so
 importing this package (or running ``privacy-ci --help``) loads none of them.
+
+In-process, a requester gets the service's rate of audited decisions by default
+(`service_decision_rate`); ``LocalGatedSource(..., rate=Rate(per_s, burst))`` sets
+another and ``rate=UNLIMITED`` none (a trusted batch job). Over it, every call
+raises `RateLimitExceeded` (as the service's 429 does over HTTP).
 """
 
 from privacy_ci.adapters._source import (
+    UNLIMITED,
     GatedDocument,
     GatedResult,
     GatedSource,
     HttpGatedSource,
     LocalGatedSource,
+    RateLimitExceeded,
     ServiceError,
+    service_decision_rate,
 )
 from privacy_ci.errors import ValidationFailed
 from privacy_ci.service import AuthError, Forbidden
+from privacy_ci.service._limits import Rate
 
 __all__ = [
+    "UNLIMITED",
     "AuthError",
     "Forbidden",
     "GatedDocument",
@@ -34,6 +44,9 @@ __all__ = [
     "GatedSource",
     "HttpGatedSource",
     "LocalGatedSource",
+    "Rate",
+    "RateLimitExceeded",
     "ServiceError",
     "ValidationFailed",
+    "service_decision_rate",
 ]

@@ -72,7 +72,10 @@ def mcp_serve(
 
     The requester comes from the token only; no tool argument can change it. Give
     --db and --jwt-key-file to run the gate in-process, or --url to call the service.
-    Nothing but the MCP protocol is written to stdout.
+    A token that fails is one error before serving, in both modes; one that stops
+    working while serving (expired, revoked by signing out, refused by the service)
+    stops the server with one error line (exit 2). Nothing but the MCP protocol is
+    written to stdout.
     """
     with user_errors():
         from privacy_ci.adapters import HttpGatedSource, LocalGatedSource
@@ -90,6 +93,7 @@ def mcp_serve(
         token = _read_token(token_file)
         if url is not None:
             with HttpGatedSource(url, token) as remote:
+                remote.check()  # a token the service refuses fails here, before serving
                 serve_stdio(remote)
             return
         assert db is not None

@@ -48,6 +48,13 @@ def serve(
     model_queue: int = typer.Option(
         8, "--model-queue", min=0, help="Model jobs waiting, per endpoint (503 beyond)."
     ),
+    model_share: int | None = typer.Option(
+        None,
+        "--model-share",
+        min=1,
+        help="Model jobs one requester may hold, running and waiting, per endpoint (429"
+        " beyond). Default: half of --model-slots plus --model-queue, at least 1.",
+    ),
     model_timeout: float = typer.Option(
         120.0, "--model-timeout", min=1.0, help="Seconds a model job may run."
     ),
@@ -79,6 +86,7 @@ def serve(
             max_token_lifetime_s=max_token_ttl,
             model_slots=model_slots,
             model_queue=model_queue,
+            model_share=model_share,
             model_timeout_s=model_timeout,
             max_event_chars=max_event_chars,
             cookie_secure=(host not in LOOPBACK) if cookie_secure is None else cookie_secure,

@@ -13,6 +13,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from privacy_ci._files import file_problem, is_inside, resolved
+from privacy_ci._structured import MAX_INPUT_BYTES_ENV, max_input_bytes
 from privacy_ci.conductor._labels import Label, LabelSet, load_labels
 from privacy_ci.conductor._policy import (
     POLICY_AUTHORITY_ROLE,
@@ -236,17 +238,51 @@ def validate_documents(root: Path, labels: LabelSet | None) -> list[str]:
             f"{root}: has both {CONTENT_FOLDER}/ (generated documents) and"
             f" {DOCUMENTS_FOLDER}/ (plain documents); keep the one its documents come from"
         ]
-    scan = DocumentFolder(documents).scan()
+    folder = DocumentFolder(documents, root=root)
+    outside = folder.outside_root()
+    if outside is not None:  # not one of its files is read: none is "missing"
+        return [outside]
+    scan = folder.scan()
     problems = list(scan.problems)
     others = ", ".join(DOCUMENT_SUFFIXES[1:])
     for label in labels or ():
-        if label.doc_id not in scan.files:
+        if label.doc_id not in scan.files and label.doc_id not in scan.refused:
             problems.append(
                 f"{labels.source if labels else root}: document {label.doc_id!r}: field doc_id:"
                 f" its document file is missing: no {documents / label.doc_id}"
                 f"{DOCUMENT_SUFFIXES[0]} (or {others})"
             )
     return problems
+
+
+_CONTENT_NAME = f"the {CONTENT_FOLDER}/ folder"
+
+
+def validate_content(root: Path) -> list[str]:
+    """Problems of a corpus's ``content/`` folder's files, each naming the file: a table
+    (``*.yaml``) or template (``templates/*.tmpl``) that is not a regular file inside
+    the folder, or is larger than the input limit; a ``content/`` outside the corpus."""
+    content = root / CONTENT_FOLDER
+    if not content.is_dir():
+        return []
+    try:
+        folder, inside = resolved(content), resolved(root)
+    except OSError as exc:
+        return [f"{content}: cannot be read ({exc.strerror})"]
+    if not is_inside(folder, inside):
+        return [
+            f"{content}: resolves to {folder}, outside the corpus folder {inside};"
+            " content is read only from inside it"
+        ]
+    limit = max_input_bytes()
+    paths = [*sorted(content.glob("*.yaml")), *sorted((content / "templates").glob("*.tmpl"))]
+    found = (
+        file_problem(
+            p, limit=limit, inside=folder, env=MAX_INPUT_BYTES_ENV, folder_name=_CONTENT_NAME
+        )
+        for p in paths
+    )
+    return [problem for problem in found if problem is not None]
 
 
 def load_corpus(folder: Path | str | None = None) -> Corpus:
@@ -267,10 +303,23 @@ def load_corpus(folder: Path | str | None = None) -> Corpus:
     if not root.is_dir():
         raise PrivacyCIError(f"corpus folder {root} does not exist")
     problems: list[str] = []
+    inside, limit = resolved(root), max_input_bytes()
 
     def find(name: str) -> Path | None:
         for candidate in (root / name, root / (Path(name).stem + ".json")):
-            if candidate.exists():
+            if candidate.is_symlink() or candidate.exists():
+                # a regular file inside the folder (a link out of it, a FIFO or a device
+                # is never opened), within the size bound
+                problem = file_problem(
+                    candidate,
+                    limit=limit,
+                    inside=inside,
+                    env=MAX_INPUT_BYTES_ENV,
+                    folder_name="the corpus folder",
+                )
+                if problem is not None:
+                    problems.append(problem)
+                    return None
                 return candidate
         problems.append(f"{root}: missing {name} (or {Path(name).stem}.json)")
         return None
@@ -293,6 +342,7 @@ def load_corpus(folder: Path | str | None = None) -> Corpus:
     if policy is not None and directory is not None and labels is not None:
         problems.extend(validate_corpus(policy, directory, labels, assignments or {}, str(root)))
     problems.extend(validate_documents(root, labels))
+    problems.extend(validate_content(root))
     # (a file that was not read always left a problem; the None checks are for mypy)
     if problems or policy is None or directory is None or labels is None or assignments is None:
         raise ValidationFailed(problems)

@@ -24,8 +24,16 @@ from pydantic import (
     model_validator,
 )
 
-from privacy_ci._structured import DuplicateKeyError, load_json, load_yaml
-from privacy_ci.errors import ValidationFailed
+from privacy_ci._files import read_user_file
+from privacy_ci._structured import (
+    MAX_INPUT_BYTES_ENV,
+    DuplicateKeyError,
+    InputLimitError,
+    load_json,
+    load_yaml,
+    max_input_bytes,
+)
+from privacy_ci.errors import PrivacyCIError, ValidationFailed
 
 
 class SensitivityTier(StrEnum):
@@ -215,18 +223,23 @@ def format_validation_error(source: str, entry: str, exc: ValidationError) -> li
 def read_structured(path: Path) -> Any:
     """Read a YAML or JSON file, with errors naming the file and position.
 
-    A key given twice in one mapping is an error (naming the entry, key and lines).
+    A key given twice in one mapping is an error (naming the entry, key and lines), and
+    so is a file that is not a regular file, one over `max_input_bytes`, a YAML alias,
+    nesting deeper than 64 levels or an over-long integer (`InputLimitError`).
     """
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ValidationFailed([f"{path}: file not found"]) from None
+        data = read_user_file(path, limit=max_input_bytes(), env=MAX_INPUT_BYTES_ENV)
+        text = data.decode("utf-8")
+    except PrivacyCIError as exc:
+        raise ValidationFailed([str(exc)]) from None
     except UnicodeDecodeError as exc:
         raise ValidationFailed([f"{path}: not UTF-8 text ({exc.reason})"]) from None
     try:
         if path.suffix.lower() == ".json":
             return load_json(text)
         return load_yaml(text)
+    except InputLimitError as exc:  # before the YAML and JSON errors it also is
+        raise ValidationFailed([f"{path}: {exc}"]) from None
     except DuplicateKeyError as exc:
         # the last of two equal keys would silently win: a different label or policy
         raise ValidationFailed([f"{path}: {d}" for d in exc.duplicates]) from None

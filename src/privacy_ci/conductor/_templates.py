@@ -48,7 +48,14 @@ from typing import Any
 
 import yaml
 
-from privacy_ci._structured import DuplicateKeyError, load_yaml
+from privacy_ci._files import read_user_file
+from privacy_ci._structured import (
+    MAX_INPUT_BYTES_ENV,
+    DuplicateKeyError,
+    InputLimitError,
+    load_yaml,
+    max_input_bytes,
+)
 from privacy_ci.conductor import _layout as lay
 from privacy_ci.errors import PrivacyCIError
 
@@ -567,12 +574,23 @@ def _signature(folder: Path) -> tuple[tuple[str, int, int], ...]:
 _PACKS: dict[Path, tuple[tuple[tuple[str, int, int], ...], ContentPack]] = {}
 
 
+def _read_text(path: Path, folder: Path) -> str:
+    """A content file's text: a regular file inside `folder` (resolved), within the bound."""
+    data = read_user_file(path, limit=max_input_bytes(), inside=folder, env=MAX_INPUT_BYTES_ENV)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PrivacyCIError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")  # as read_text's newlines did
+
+
 def load_pack(folder: Path) -> ContentPack:
     """Read a content folder (cached until one of its files changes).
 
     Raises:
         PrivacyCIError: a table that is not valid YAML (or repeats a key), or a template
-            with a syntax error; the message names the file and the line.
+            with a syntax error; the message names the file and the line. A file that
+            is not a regular file inside the folder, or is too large.
     """
     folder = folder.resolve()
     signature = _signature(folder)
@@ -582,14 +600,16 @@ def load_pack(folder: Path) -> ContentPack:
     tables: dict[str, Node] = {}
     for path in sorted(folder.glob("*.yaml")):
         try:
-            raw = load_yaml(path.read_text(encoding="utf-8"))
+            raw = load_yaml(_read_text(path, folder))
+        except InputLimitError as exc:  # before the YAML error it also is
+            raise PrivacyCIError(f"{path}: {exc}") from None
         except DuplicateKeyError as exc:
             raise PrivacyCIError(f"{path}: {exc}") from None
         except yaml.YAMLError as exc:
             raise PrivacyCIError(f"{path}: not valid YAML ({exc})") from None
         tables[path.stem] = Node(raw, str(path))
     templates = {
-        p.stem: parse_template(p.read_text(encoding="utf-8"), p)
+        p.stem: parse_template(_read_text(p, folder), p)
         for p in sorted((folder / "templates").glob("*.tmpl"))
     }
     pack = ContentPack(folder, tables, templates)

@@ -120,10 +120,20 @@ def load_llm_config(
     source = "defaults"
     path = _config_file(config_file)
     if path is not None:
+        from privacy_ci._files import read_user_file
+        from privacy_ci._structured import MAX_INPUT_BYTES_ENV, max_input_bytes
+
+        data = read_user_file(path, limit=max_input_bytes(), env=MAX_INPUT_BYTES_ENV)
         try:
-            table = tomllib.loads(path.read_text(encoding="utf-8")).get("llm", {})
+            table = tomllib.loads(data.decode("utf-8")).get("llm", {})
         except tomllib.TOMLDecodeError as exc:
             raise PrivacyCIError(f"{path}: invalid TOML: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise PrivacyCIError(f"{path}: not UTF-8 text ({exc.reason})") from None
+        except ValueError as exc:  # an integer of thousands of digits
+            raise PrivacyCIError(f"{path}: invalid TOML: {exc}") from None
+        except RecursionError:
+            raise PrivacyCIError(f"{path}: invalid TOML: values nested too deeply") from None
         if not isinstance(table, dict):
             raise PrivacyCIError(f"{path}: [llm] must be a table")
         merged.update(table)

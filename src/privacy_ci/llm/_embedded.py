@@ -11,8 +11,8 @@ stays light. The model is loaded on the first call, once per process per
 and generation runs in a worker thread under a per-model lock because one
 ``llama_cpp.Llama`` instance is not thread-safe. The worker threads run at a lower
 CPU priority (`privacy_ci.llm._threads`), so a generation never starves the
-caller's event loop, and a caller may cancel a call between tokens
-(`privacy_ci.llm._cancel`).
+caller's event loop, and a caller may cancel a call while it waits for the model,
+between chunks of its prompt and between tokens (`privacy_ci.llm._cancel`).
 
 Sampling. ``temperature``, ``top_p``, ``max_tokens``, ``seed`` and ``stop`` are
 passed explicitly on every call. The other knobs stay at the defaults of
@@ -39,13 +39,14 @@ GBNF grammar from `choice_grammar` passed to `EmbeddedBackend.complete_with_gram
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib.util
 import json
 import os
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -199,6 +200,65 @@ def unload_models() -> int:
 
 
 CANCELLED_MESSAGE = "the call was cancelled by its caller"
+
+PROMPT_CHUNK = 64
+"""Prompt tokens evaluated between two checks for cancellation. llama-cpp-python
+evaluates the whole prompt before the first token streams: 32 s for a 1,836-token
+prompt on a busy 2-core machine, which a cancelled call would otherwise finish.
+llama.cpp's CPU results do not depend on how the prompt is split (the logits after
+a 675-token prompt fed in chunks of 64, 128 or 512 tokens are bit-identical, and
+took as long), and every call is chunked alike, cancellable or not."""
+_LOCK_POLL_S = 0.05
+
+
+@contextlib.contextmanager
+def _holding(lock: threading.Lock, cancel: threading.Event | None) -> Iterator[None]:
+    """Hold the model's `lock`; a cancelled caller stops waiting for it.
+
+    Raises:
+        LLMError: (not retryable) the call was cancelled while it waited.
+    """
+    if cancel is None:
+        lock.acquire()
+    else:
+        while not lock.acquire(timeout=_LOCK_POLL_S):
+            if cancel.is_set():
+                raise LLMError(CANCELLED_MESSAGE, retryable=False)
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+@contextlib.contextmanager
+def _chunked_eval(llama: Any, cancel: threading.Event | None) -> Iterator[None]:
+    """While held, `llama` evaluates prompts `PROMPT_CHUNK` tokens at a time and stops
+    between two chunks once `cancel` is set.
+
+    `Llama.generate` calls ``self.eval`` for the prompt and then for each token, so
+    shadowing it on the instance (under the model's lock) is enough; evaluating
+    consecutive chunks is what ``eval`` itself does per ``n_batch``. A stand-in
+    without ``eval`` is left as it is.
+
+    Raises:
+        LLMError: (not retryable) from the generation, when cancelled mid-prompt.
+    """
+    original = getattr(llama, "eval", None)
+    if original is None:
+        yield
+        return
+
+    def eval_in_chunks(tokens: Sequence[int]) -> None:
+        for start in range(0, len(tokens), PROMPT_CHUNK):
+            if start and cancel is not None and cancel.is_set():
+                raise LLMError(CANCELLED_MESSAGE, retryable=False)
+            original(tokens[start : start + PROMPT_CHUNK])
+
+    llama.eval = eval_in_chunks
+    try:
+        yield
+    finally:
+        del llama.eval  # the class's own method again
 
 
 def _streamed(llama: Any, kwargs: dict[str, Any], cancel: threading.Event) -> dict[str, Any]:
@@ -425,7 +485,7 @@ class EmbeddedBackend:
         }
         wait_start = time.perf_counter()
         cancel = CANCELLED.get()
-        with loaded.lock:
+        with _holding(loaded.lock, cancel):
             if cancel is not None and cancel.is_set():  # abandoned while it waited
                 raise LLMError(CANCELLED_MESSAGE, retryable=False)
             start = time.perf_counter()
@@ -435,10 +495,11 @@ class EmbeddedBackend:
             if not self.reuse_prefix:
                 llama.reset()  # evaluate the whole prompt: output independent of history
             try:
-                if cancel is None:
-                    response = llama.create_chat_completion(**kwargs)
-                else:  # a caller that may abandon the call: check between tokens
-                    response = _streamed(llama, kwargs, cancel)
+                with _chunked_eval(llama, cancel):
+                    if cancel is None:
+                        response = llama.create_chat_completion(**kwargs)
+                    else:  # a caller that may abandon the call: check between tokens
+                        response = _streamed(llama, kwargs, cancel)
             except ValueError as exc:
                 overflow = _OVERFLOW.search(str(exc))
                 if overflow:  # the templated prompt did not fit (checked before evaluation)

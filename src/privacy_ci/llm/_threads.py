@@ -9,7 +9,8 @@ model still uses every idle core; it only yields when something else needs one.
 Elsewhere (no per-thread priorities) the threads run at normal priority.
 
 Calls keep the caller's context variables (like `asyncio.to_thread`), so the
-cancellation event of `privacy_ci.llm._cancel` reaches the generation.
+cancellation event of `privacy_ci.llm._cancel` reaches the generation, and each
+thread is registered with the caller's `ModelWork` until it returns.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from privacy_ci.errors import PrivacyCIError
+from privacy_ci.llm._cancel import track_model_thread
 
 T = TypeVar("T")
 
@@ -76,7 +78,12 @@ def model_executor() -> ThreadPoolExecutor:
 
 
 async def run_model_thread(fn: Callable[..., T], /, *args: object) -> T:
-    """`fn(*args)` in a low-priority model thread, with the caller's context."""
-    loop = asyncio.get_running_loop()
+    """`fn(*args)` in a low-priority model thread, with the caller's context.
+
+    The thread is registered with the caller's `ModelWork`, if any: cancelling the
+    awaiting task returns at once, and the work's owner waits for the thread itself.
+    """
     call = functools.partial(contextvars.copy_context().run, fn, *args)
-    return await loop.run_in_executor(model_executor(), call)
+    future = model_executor().submit(call)
+    track_model_thread(future)
+    return await asyncio.wrap_future(future)

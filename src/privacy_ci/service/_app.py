@@ -18,9 +18,10 @@ shows them to requesters: for demonstrations and debugging, never in production.
 
 Bounded work. Per requester, a token bucket on audited decisions (429); per model
 endpoint (``/v1/judge``, ``/v1/ask``), a few jobs at a time, a short queue (503
-when full), a per-requester rate (429), an input size limit, a deadline (504),
-and cancellation when the client disconnects. Decide and retrieve never wait on
-the model. Bodies are bounded before parsing (413).
+when full) served round robin across requesters, a per-requester share of it and
+rate (429), an input size limit, a deadline (504), and cancellation when the
+client disconnects (the slot frees once the model has stopped). Decide and
+retrieve never wait on the model. Bodies are bounded before parsing (413).
 
 Errors are JSON ``{"error": ..., "status": ..., "fields": [...]}``: 401 for a
 missing or failing token, 403 for a valid token that does not allow the call,
@@ -62,6 +63,7 @@ from privacy_ci.service._auth import (
     Caller,
     TokenCache,
     TokenClaims,
+    refuse_revoked,
     requester_from_claims,
     require_authority,
 )
@@ -104,6 +106,7 @@ from privacy_ci.store import (
     DocumentStore,
     FlowDecision,
     ReviewVerdict,
+    Snapshot,
     StoreError,
     decide_batch_for,
     decide_for,
@@ -144,6 +147,8 @@ class ServiceSettings:
             one per distinct id, a retrieval one per candidate plus one).
         model_rate: per requester, model requests (judge, ask) per second.
         model_slots / model_queue: per model endpoint, jobs at once and jobs waiting.
+        model_share: per model endpoint, jobs one requester may hold, running and
+            waiting (429 beyond; None: half of slots + queue, at least 1).
         model_timeout_s: a model job's deadline.
         max_event_chars: the longest event ``/v1/judge`` accepts (it must fit the
             model's context with the method's prompt and retrieved text).
@@ -165,6 +170,7 @@ class ServiceSettings:
     model_rate: Rate = field(default_factory=lambda: Rate(per_s=0.5, burst=5.0))
     model_slots: int = 2
     model_queue: int = 8
+    model_share: int | None = None
     model_timeout_s: float = 120.0
     max_event_chars: int = 8000
     cookie_secure: bool = False
@@ -250,7 +256,11 @@ async def _claims(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> TokenClaims:
-    """The claims `RequestGuard` verified (the `_bearer` dependency documents the scheme)."""
+    """The claims `RequestGuard` verified (the `_bearer` dependency documents the scheme).
+
+    Their token may have been signed out since: `_caller`, which every endpoint
+    depends on, reads the store's revocation list at every request.
+    """
     claims = request.scope.get("state", {}).get("claims")
     if isinstance(claims, TokenClaims):
         return claims
@@ -261,11 +271,18 @@ async def _claims(
 
 
 async def _caller(request: Request, claims: Annotated[TokenClaims, Depends(_claims)]) -> Caller:
-    """Resolve the token against the store: agent, role and context (403 otherwise)."""
+    """Resolve the token against the store: not revoked (401), agent, role and context
+    (403 otherwise). A token signed out by any process sharing the store is refused
+    from its next request on."""
     store: DocumentStore = request.app.state.store
+
+    def current() -> Snapshot:
+        refuse_revoked(store, claims)  # one primary-key read, never cached
+        return store.snapshot()
+
     try:
-        # off the event loop: bringing the index up to date after writes reads the store
-        snapshot = await asyncio.to_thread(store.snapshot)
+        # off the event loop, in one trip: bringing the index up to date reads the store
+        snapshot = await asyncio.to_thread(current)
     except StoreError as exc:
         raise _unavailable("the document store", exc) from None
     return Caller(claims, requester_from_claims(snapshot, claims))
@@ -331,7 +348,7 @@ def create_app(store: DocumentStore, settings: ServiceSettings) -> FastAPI:
     decisions_limit = RateLimiter(settings.decision_rate, "audited decisions")
     model_limit = RateLimiter(settings.model_rate, "model requests")
     pools = {
-        name: WorkPool(name, settings.model_slots, settings.model_queue)
+        name: WorkPool(name, settings.model_slots, settings.model_queue, settings.model_share)
         for name in ("/v1/judge", "/v1/ask")
     }
     app = FastAPI(
@@ -397,12 +414,14 @@ def create_app(store: DocumentStore, settings: ServiceSettings) -> FastAPI:
         who: Caller, endpoint: str, request: Request, job: Callable[[], Awaitable[T]]
     ) -> T:
         model_limit.take(who.id)
+        # run_bounded returns once the model has stopped, so the slot is held until then
         return await pools[endpoint].run(
             lambda: run_bounded(
                 job,
                 timeout_s=settings.model_timeout_s,
                 disconnected=lambda: _until_disconnect(request),
-            )
+            ),
+            who.id,
         )
 
     @app.get("/v1/health", response_model=HealthResponse, tags=["service"])

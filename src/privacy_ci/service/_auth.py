@@ -11,19 +11,27 @@ does not give that agent is refused (403), and so is an unknown agent.
 
 from __future__ import annotations
 
+import hashlib
+import logging
+import math
 import secrets
 import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jwt
 
 from privacy_ci.conductor import POLICY_AUTHORITY_ROLE, Requester
 from privacy_ci.errors import PrivacyCIError
 from privacy_ci.store import RoleNotHeld, Snapshot, UnknownAgent
+
+if TYPE_CHECKING:
+    from privacy_ci.store import DocumentStore
+
+log = logging.getLogger("privacy_ci.service")
 
 ALGORITHM = "HS256"
 MIN_KEY_BYTES = 32
@@ -55,6 +63,7 @@ class TokenClaims:
         context: the context the agent acts in.
         issued_at / expires_at: Unix times.
         authority: whether the bearer acts as the Policy Authority.
+        token_id: the token's name in the revocation list (`token_id`).
     """
 
     sub: str
@@ -63,6 +72,7 @@ class TokenClaims:
     issued_at: int
     expires_at: int
     authority: bool = False
+    token_id: str = ""
 
 
 def generate_key() -> str:
@@ -71,8 +81,14 @@ def generate_key() -> str:
 
 
 def check_key(key: str | bytes) -> bytes:
-    """The key as bytes, refused when shorter than 32 bytes (RFC 7518 for HS256)."""
-    raw = key.encode("utf-8") if isinstance(key, str) else bytes(key)
+    """The key as bytes, refused when shorter than 32 bytes (RFC 7518 for HS256).
+
+    Surrounding whitespace is stripped, as `load_key` strips a key file's: a key
+    read with its file's trailing newline is the same key wherever it is used
+    (minting, the service, the in-process adapters), not one that makes every
+    token look forged.
+    """
+    raw = (key.encode("utf-8") if isinstance(key, str) else bytes(key)).strip()
     if len(raw) < MIN_KEY_BYTES:
         raise PrivacyCIError(
             f"the JWT signing key is {len(raw)} bytes; HS256 needs at least {MIN_KEY_BYTES}"
@@ -148,6 +164,36 @@ def issue_token(
     return jwt.encode(claims, check_key(key), algorithm=ALGORITHM)
 
 
+def token_id(token: str) -> str:
+    """The name of a token in the revocation list: SHA-256 of its signed part.
+
+    Only ``header.claims`` is hashed, not the signature: HS256 gives one signature
+    per signed part and key, but that signature can be spelled more than one way
+    and still verify (PyJWT accepts it with base64 padding; other decoders ignore
+    the unused low bits of its last character). So a revoked token cannot come
+    back re-spelled, while any other header or claims is another token.
+    """
+    signed = token.strip().rpartition(".")[0]
+    return hashlib.sha256(signed.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+# What parsing a hostile token can raise besides PyJWT's own errors (PyJWT wraps
+# most of them, not all): such a token is malformed, never a 500.
+_MALFORMED = (ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError)
+_SHOWN_CHARS = 80
+
+
+def _shown(value: object, *, quoted: bool = False) -> str:
+    """A token-supplied value (its repr) or message (as it is, unless `quoted`) for a
+    reply or a log line: one line, short, never an exception of its own."""
+    try:
+        text = value if isinstance(value, str) and not quoted else repr(value)
+    except ValueError:  # e.g. an integer with more digits than Python prints
+        text = f"<{type(value).__name__}>"
+    text = "".join(ch if ch.isprintable() else "?" for ch in text)
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
+
+
 def verify_token(
     token: str,
     key: str | bytes,
@@ -156,6 +202,9 @@ def verify_token(
     max_lifetime: int = MAX_TOKEN_LIFETIME_S,
 ) -> TokenClaims:
     """Verify a token's signature, algorithm, claims, expiry and lifetime.
+
+    Total over its input: any token (any header, any claims, any bytes) verifies or
+    raises `AuthError`.
 
     Args:
         token: the compact JWT.
@@ -169,18 +218,33 @@ def verify_token(
     Raises:
         AuthError: with the reason (expired, bad signature, wrong algorithm, missing
             or malformed claims, not a JWT).
+        PrivacyCIError: the key itself is too short (a configuration error).
     """
+    raw_key = check_key(key)
+    try:
+        return _verify(token, raw_key, leeway, max_lifetime)
+    except AuthError:
+        raise
+    except _MALFORMED as exc:
+        # not PyJWT's own refusal: one line (no traceback), so a parser that starts
+        # failing in a new way shows up in the log without flooding it
+        log.warning("refused a malformed token: %s: %s", type(exc).__name__, _shown(str(exc)))
+        raise AuthError("the bearer token is malformed") from None
+
+
+def _verify(token: str, key: bytes, leeway: int, max_lifetime: int) -> TokenClaims:
+    if not isinstance(token, str):
+        raise AuthError("the bearer token is not a well-formed JWT")
     try:
         header = jwt.get_unverified_header(token)
-    except jwt.DecodeError:
-        raise AuthError("the bearer token is not a well-formed JWT") from None
-    alg = header.get("alg")
-    if alg != ALGORITHM:
-        raise AuthError(f"token algorithm {alg!r} is not accepted (only {ALGORITHM})")
-    try:
+        alg = header.get("alg")
+        if alg != ALGORITHM:
+            raise AuthError(
+                f"token algorithm {_shown(alg, quoted=True)} is not accepted (only {ALGORITHM})"
+            )
         claims = jwt.decode(
             token,
-            check_key(key),
+            key,
             algorithms=[ALGORITHM],
             options={"require": list(REQUIRED_CLAIMS)},
             leeway=leeway,
@@ -192,26 +256,35 @@ def verify_token(
             "the token's signature does not verify (forged, altered, or signed with another key)"
         ) from None
     except jwt.MissingRequiredClaimError as exc:
-        raise AuthError(f"the token lacks the {exc.claim!r} claim") from None
+        raise AuthError(f"the token lacks the {_shown(exc.claim, quoted=True)} claim") from None
     except jwt.ImmatureSignatureError:
         raise AuthError("the token is not valid yet (iat in the future)") from None
-    except jwt.InvalidTokenError as exc:
-        raise AuthError(f"invalid token: {exc}") from None
+    except jwt.DecodeError as exc:  # not base64 or JSON, or a claim of the wrong type
+        raise AuthError(f"the bearer token is not a well-formed JWT: {_shown(str(exc))}") from None
+    except jwt.PyJWTError as exc:  # e.g. a crit extension or a kid PyJWT refuses
+        raise AuthError(f"invalid token: {_shown(str(exc))}") from None
     # PyJWT accepts some claims only when present (e.g. a null exp passes `require`):
     # every claim is checked here again, so nothing below can fail with a KeyError.
     for name in ("sub", "role", "context"):
-        if not isinstance(claims.get(name), str) or not claims[name].strip():
+        value = claims.get(name)
+        if not isinstance(value, str) or not value.strip():
             raise AuthError(f"the token's {name!r} claim must be a non-empty string")
     times = {}
     for name in ("iat", "exp"):
         value = claims.get(name)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or (isinstance(value, float) and not math.isfinite(value))
+        ):
             raise AuthError(f"the token's {name!r} claim must be a number (Unix seconds)")
         times[name] = int(value)
-    if times["exp"] - times["iat"] > max_lifetime:
+    lifetime = times["exp"] - times["iat"]
+    if lifetime > max_lifetime:
+        shown = f"{lifetime} s" if lifetime < 10**12 else "for ever"
         raise AuthError(
-            f"the token lives {times['exp'] - times['iat']} s (exp - iat); this service"
-            f" accepts at most {max_lifetime} s: mint a shorter-lived one"
+            f"the token lives {shown} (exp - iat); this service accepts at most"
+            f" {max_lifetime} s: mint a shorter-lived one"
         )
     authority = claims.get("authority", False)
     if not isinstance(authority, bool):
@@ -223,6 +296,7 @@ def verify_token(
         issued_at=times["iat"],
         expires_at=times["exp"],
         authority=authority,
+        token_id=token_id(token),
     )
 
 
@@ -292,6 +366,22 @@ def requester_from_claims(snapshot: Snapshot, claims: TokenClaims) -> Requester:
         return snapshot.requester(claims.sub, claims.role, claims.context)
     except (UnknownAgent, RoleNotHeld) as exc:
         raise Forbidden(str(exc)) from None
+
+
+def refuse_revoked(store: DocumentStore, claims: TokenClaims) -> TokenClaims:
+    """The claims, unless the store's revocation list holds their token.
+
+    Read from the store at every request (one primary-key lookup), never cached:
+    a token signed out in one process is refused by every process sharing the
+    store from its next request on, whatever a `TokenCache` remembers.
+
+    Raises:
+        AuthError: the token was revoked (its bearer signed out).
+        StoreError: the store cannot be read.
+    """
+    if claims.token_id and store.token_revoked(claims.token_id):
+        raise AuthError("this token was revoked (its session was signed out): use a new token")
+    return claims
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,11 @@
   with ``Retry-After``.
 * `WorkPool`: a fixed number of model jobs at a time per endpoint and a bounded
   queue in front of them; a full queue is HTTP 503 with ``Retry-After`` instead of
-  an unbounded wait. A job runs under a deadline and is cancelled when its client
-  goes away (`run_bounded`), so abandoned work does not hold a slot.
+  an unbounded wait. Slots go round robin across the requesters waiting, and one
+  requester holds at most its share of the places (HTTP 429 beyond), so one
+  requester's burst neither delays nor locks out the others. A job runs under a
+  deadline and is cancelled when its client goes away (`run_bounded`): the model
+  stops at its next check, and the slot frees once it has stopped, not before.
 
 The cheap endpoints (decide, retrieve) never wait on a `WorkPool`: they keep their
 latency while the model endpoints are saturated.
@@ -15,19 +18,22 @@ latency while the model endpoints are saturated.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import itertools
 import math
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
 from privacy_ci.errors import PrivacyCIError
-from privacy_ci.llm._cancel import CANCELLED
+from privacy_ci.llm._cancel import ModelWork
 
 T = TypeVar("T")
+
+_REMEMBERED = 10_000
+"""Requesters whose last turn a `WorkPool` remembers (those idle longest go first)."""
 
 
 class RateLimited(PrivacyCIError):
@@ -44,6 +50,10 @@ class Busy(PrivacyCIError):
     def __init__(self, message: str, retry_after: float) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class OverShare(RateLimited):
+    """The requester already holds its share of a model endpoint's places (HTTP 429)."""
 
 
 class TimedOut(PrivacyCIError):
@@ -136,21 +146,38 @@ class RateLimiter:
 class WorkPool:
     """At most `slots` jobs at once and `queue` more waiting; the rest are refused.
 
+    Waiting jobs are served fairly across requesters, not first come first served:
+    when a slot frees, it goes to the waiting requester with the fewest jobs running,
+    and among those to the one served least recently (round robin); one requester's
+    own jobs start in the order they came. One requester holds at most `share` of the
+    places (running and waiting), so it cannot fill the queue for everyone else.
+
     Args:
         name: the endpoint, for messages.
         slots: jobs that run at the same time.
         queue: jobs that may wait for a slot (0: none wait).
+        share: jobs one requester may hold, running and waiting (default: half the
+            places, at least 1).
     """
 
-    def __init__(self, name: str, slots: int, queue: int) -> None:
-        if slots < 1 or queue < 0:
-            # a programming error: the CLI checks --model-slots and --model-queue first
-            raise ValueError("a work pool needs slots >= 1 and queue >= 0")
+    def __init__(self, name: str, slots: int, queue: int, share: int | None = None) -> None:
+        if share is None:
+            share = default_share(slots, queue)
+        if slots < 1 or queue < 0 or share < 1:
+            # a programming error: the CLI checks its options first
+            raise ValueError("a work pool needs slots >= 1, queue >= 0 and share >= 1")
         self.name = name
         self.slots = slots
         self.queue = queue
-        self._sem = asyncio.Semaphore(slots)
+        self.share = share
+        self._free = slots
         self._admitted = 0  # running + waiting
+        self._held: dict[str, int] = {}  # per requester: running + waiting
+        self._running: dict[str, int] = {}
+        self._waiting: dict[str, deque[asyncio.Future[None]]] = {}
+        # when each requester last got a slot, least recent first
+        self._served: OrderedDict[str, int] = OrderedDict()
+        self._turn = itertools.count()
         self._mean_s = 5.0  # running estimate of a job's duration, for Retry-After
 
     @property
@@ -158,14 +185,19 @@ class WorkPool:
         """Jobs running or waiting now."""
         return self._admitted
 
+    def holding(self, requester: str) -> int:
+        """Jobs of `requester` running or waiting now."""
+        return self._held.get(requester, 0)
+
     def _retry_after(self) -> float:
         return self._mean_s * (1 + self._admitted / self.slots)
 
-    async def run(self, job: Callable[[], Awaitable[T]]) -> T:
-        """Run `job` in a slot, waiting in the queue if need be.
+    async def run(self, job: Callable[[], Awaitable[T]], requester: str = "") -> T:
+        """Run `job` for `requester` in a slot, waiting in the queue if need be.
 
         Raises:
             Busy: every slot and queue place is taken (nothing was started).
+            OverShare: `requester` already holds its share of the places.
         """
         if self._admitted >= self.slots + self.queue:
             raise Busy(
@@ -173,17 +205,88 @@ class WorkPool:
                 " try again later",
                 retry_after=self._retry_after(),
             )
+        if self.holding(requester) >= self.share:
+            jobs = "1 job" if self.share == 1 else f"{self.share} jobs"
+            raise OverShare(
+                f"{self.name}: you already have {jobs} running or waiting, as many as one"
+                " requester may hold; try again when one has finished",
+                retry_after=self._mean_s * (1 + self.share / self.slots),
+            )
         self._admitted += 1
+        self._held[requester] = self.holding(requester) + 1
         try:
-            async with self._sem:
+            await self._acquire(requester)
+            try:
                 start = time.monotonic()
                 try:
                     return await job()
                 finally:
                     # exponential moving average of recent job durations
                     self._mean_s = 0.8 * self._mean_s + 0.2 * (time.monotonic() - start)
+            finally:
+                self._release(requester)
         finally:
             self._admitted -= 1
+            self._held[requester] -= 1
+            if not self._held[requester]:
+                del self._held[requester]
+
+    def _grant(self, requester: str) -> None:
+        self._free -= 1
+        self._running[requester] = self._running.get(requester, 0) + 1
+        self._served[requester] = next(self._turn)
+        self._served.move_to_end(requester)
+        if len(self._served) > _REMEMBERED:
+            # forget the longest-idle requesters (they rank as never served)
+            for idle in [r for r in self._served if r not in self._held][: _REMEMBERED // 10]:
+                del self._served[idle]
+
+    async def _acquire(self, requester: str) -> None:
+        if self._free and not self._waiting:
+            self._grant(requester)
+            return
+        granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.setdefault(requester, deque()).append(granted)
+        try:
+            await granted
+        except asyncio.CancelledError:
+            if granted.done() and not granted.cancelled():
+                self._release(requester)  # granted just before the cancel arrived
+            else:
+                queue = self._waiting[requester]
+                queue.remove(granted)
+                if not queue:
+                    del self._waiting[requester]
+            raise
+
+    def _release(self, requester: str) -> None:
+        self._free += 1
+        self._running[requester] -= 1
+        if not self._running[requester]:
+            del self._running[requester]
+        self._dispatch()
+
+    def _dispatch(self) -> None:
+        """Hand free slots to waiting requesters: fewest running first, then the one
+        served least recently; FIFO within one requester."""
+        while self._free and self._waiting:
+            requester = min(
+                self._waiting,
+                key=lambda r: (self._running.get(r, 0), self._served.get(r, -1)),
+            )
+            queue = self._waiting[requester]
+            granted = queue.popleft()
+            if not queue:
+                del self._waiting[requester]
+            if granted.done():  # defensive: a cancelled waiter removes itself
+                continue
+            self._grant(requester)
+            granted.set_result(None)
+
+
+def default_share(slots: int, queue: int) -> int:
+    """Places one requester may hold by default: half of them, at least 1."""
+    return max(1, (slots + queue) // 2)
 
 
 async def run_bounded(
@@ -194,8 +297,11 @@ async def run_bounded(
 ) -> T:
     """Run `job` until it finishes, its deadline passes, or the client goes away.
 
-    The job sees a fresh `CANCELLED` event; it is set (and the task cancelled) on
-    timeout or disconnect, so work in a worker thread stops at its next check.
+    The job runs as a fresh `ModelWork`: its cancel event is set (and the task
+    cancelled) on timeout or disconnect, so work in a model thread stops at its next
+    check (the next token, the next chunk of a prompt; an HTTP backend's request is
+    closed with the task). This returns only once the job's model threads have
+    stopped, so a slot held around it is never free while the model still computes.
 
     Args:
         job: the model work.
@@ -206,10 +312,10 @@ async def run_bounded(
         TimedOut: the deadline passed.
         ClientGone: the client disconnected first.
     """
-    cancelled = threading.Event()
+    work_of_job = ModelWork()
 
     async def guarded() -> T:
-        CANCELLED.set(cancelled)
+        work_of_job.enter()
         return await job()
 
     work: asyncio.Task[T] = asyncio.ensure_future(guarded())
@@ -224,18 +330,45 @@ async def run_bounded(
             waiting, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
         )
     except asyncio.CancelledError:
-        cancelled.set()
-        work.cancel()
+        # the caller is gone too: stop the work, and still wait for its threads
+        await _stop(work, work_of_job)
         raise
     finally:
         if watcher is not None:
             watcher.cancel()
     if work in done:
+        # nothing may go on computing for a finished job (a sibling call of a failed
+        # `gather`, say): stop it and wait, which costs nothing when all is done
+        await _stop(work, work_of_job)
         return work.result()
-    cancelled.set()
-    work.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await work
+    await _stop(work, work_of_job)
     if watcher is not None and watcher in done:
         raise ClientGone("the client disconnected; its job was cancelled")
     raise TimedOut(f"the model did not answer within {timeout_s:g} s; the job was stopped")
+
+
+async def _stop(work: asyncio.Task[T], model_work: ModelWork) -> None:
+    """Cancel `work` and wait until it and its model threads have stopped.
+
+    A second cancellation of the caller while waiting is deferred until the threads
+    have stopped (they stop at their next check), then re-raised.
+    """
+    model_work.cancel()
+    work.cancel()
+    settled = asyncio.ensure_future(_settled(work, model_work))
+    interrupted = False
+    while True:
+        try:
+            await asyncio.shield(settled)
+            break
+        except asyncio.CancelledError:
+            interrupted = True
+    if interrupted:
+        raise asyncio.CancelledError
+
+
+async def _settled(work: asyncio.Task[T], model_work: ModelWork) -> None:
+    await asyncio.wait({work})
+    if not work.cancelled():
+        work.exception()  # a job that failed as it was stopped: nobody reads that
+    await model_work.stopped()

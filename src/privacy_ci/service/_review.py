@@ -14,12 +14,14 @@ request (`requester_from_claims`) and required to act as the Policy Authority
 (`require_authority`), exactly as ``/v1/labels``. A browser carries the token in
 a cookie set by the sign-in form (HttpOnly, SameSite=Strict, Path=/review, Secure
 when `ServiceSettings.cookie_secure`; it expires with the token); an API client
-may send ``Authorization: Bearer`` instead. Every form that changes something
-carries a CSRF token (an HMAC of the session's token under a key derived from the
-signing key), and a cross-origin ``Origin`` is refused. Nothing is loaded from
-elsewhere: no script at all, one stylesheet served here, and a Content Security
-Policy that allows nothing else. Templates autoescape every value (document text,
-label fields, notes).
+may send ``Authorization: Bearer`` instead. Signing out revokes the token in the
+store (`DocumentStore.revoke_token`): a copy of the cookie, or the same token on
+``/v1``, is refused by every process sharing the store until the token expires.
+Every form that changes something carries a CSRF token (an HMAC of the session's
+token under a key derived from the signing key), and a cross-origin ``Origin`` is
+refused. Nothing is loaded from elsewhere: no script at all, one stylesheet served
+here, and a Content Security Policy that allows nothing else. Templates autoescape
+every value (document text, label fields, notes).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from privacy_ci.service._auth import (
     Caller,
     Forbidden,
     TokenCache,
+    refuse_revoked,
     requester_from_claims,
     require_authority,
 )
@@ -179,7 +182,8 @@ def one(form: Form, name: str, default: str | None = None) -> str:
 
 def version_field(form: Form) -> int:
     raw = one(form, "version").strip()
-    if not raw.isascii() or not raw.isdigit() or int(raw) < 1:
+    # no label has a version of more than 18 digits: refuse before int() reads a huge one
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 18 or int(raw) < 1:
         raise ValidationFailed([f"form field 'version' must be a label version, got {raw!r}"])
     return int(raw)
 
@@ -371,11 +375,12 @@ class ReviewPages:
     def authority(self, token: str) -> Caller:
         """Verify a token and resolve it against the store as the Policy Authority.
 
-        The service's own checks: `TokenCache.verify` (401), `requester_from_claims`
-        (the store must hold the agent, role and context: 403) and
-        `require_authority` (the role ``Policy Authority`` and the claim: 403).
+        The service's own checks: `TokenCache.verify` and the store's revocation list
+        (`refuse_revoked`: a signed-out token) (401), `requester_from_claims` (the
+        store must hold the agent, role and context: 403) and `require_authority`
+        (the role ``Policy Authority`` and the claim: 403).
         """
-        claims = self.tokens.verify(token)
+        claims = refuse_revoked(self.store, self.tokens.verify(token))
         snapshot = self.store.snapshot()
         return require_authority(Caller(claims, requester_from_claims(snapshot, claims)))
 
@@ -561,7 +566,13 @@ def review_router(store: DocumentStore, tokens: TokenCache, *, cookie_secure: bo
     @router.post("/logout")
     @signed_in
     async def logout(request: Request, session: Session) -> Response:
+        """Sign out: the token is revoked in the store (refused everywhere, /v1 too, by
+        every process sharing the store, until it expires), then the cookie dropped."""
         await posted(request, session)
+        claims = session.caller.claims
+        await asyncio.to_thread(
+            store.revoke_token, claims.token_id, claims.expires_at, session.agent
+        )
         response = pages.redirect(f"{PREFIX}/login")
         response.delete_cookie(COOKIE, path=PREFIX)
         return response
@@ -639,9 +650,14 @@ def review_router(store: DocumentStore, tokens: TokenCache, *, cookie_secure: bo
         doc_id = one(form, "doc_id")
         version = version_field(form)
         note = one(form, "note", "").strip()
+        from privacy_ci._structured import DuplicateKeyError, InputLimitError, load_json
+
         try:
-            raw = json.loads(one(form, "label"))
-        except json.JSONDecodeError:
+            # bounded: deep nesting or a 5,000-digit integer is the form's error, not a 500
+            raw = load_json(one(form, "label"))
+        except InputLimitError as exc:
+            raise ValidationFailed([f"form field 'label': {exc.problem}"]) from None
+        except (json.JSONDecodeError, DuplicateKeyError):
             raise ValidationFailed(["form field 'label' is not a JSON label"]) from None
         if not isinstance(raw, dict) or raw.get("doc_id") != doc_id:
             raise ValidationFailed([f"form field 'label' is not a label of {doc_id!r}"])

@@ -510,9 +510,16 @@ class ReviewMixin(LabelsMixin, SnapshotMixin):
             current = self.label(doc_id)
             if current.state is LabelState.APPROVED:
                 return current
-        return self.review_label(
-            doc_id, ReviewVerdict.APPROVE, by, version=version, note=note
-        ).record
+        try:
+            return self.review_label(
+                doc_id, ReviewVerdict.APPROVE, by, version=version, note=note
+            ).record
+        except LabelConflict:
+            # unversioned and approved meanwhile by another writer: nothing to do
+            current = self.label(doc_id)
+            if version is None and current.state is LabelState.APPROVED:
+                return current
+            raise
 
     def approve_edited_label(
         self, label: Label | Mapping[str, Any], by: Reviewer, note: str = "", *, version: int
@@ -547,9 +554,16 @@ class ReviewMixin(LabelsMixin, SnapshotMixin):
             current = self.label(doc_id)
             if current.state is LabelState.REVOKED:
                 return current
-        return self.review_label(
-            doc_id, ReviewVerdict.REVOKE, by, version=version, note=note
-        ).record
+        try:
+            return self.review_label(
+                doc_id, ReviewVerdict.REVOKE, by, version=version, note=note
+            ).record
+        except LabelConflict:
+            # unversioned and revoked meanwhile by another writer: nothing to do
+            current = self.label(doc_id)
+            if version is None and current.state is LabelState.REVOKED:
+                return current
+            raise
 
     def _policy_version(self) -> str:
         try:

@@ -150,8 +150,18 @@ CREATE TABLE IF NOT EXISTS audit (
     prev_hash TEXT NOT NULL,
     content_hash TEXT NOT NULL,
     hash TEXT NOT NULL
-)
+);
+{revoked_tokens}
 """
+
+REVOKED_TOKENS_TABLE = """CREATE TABLE IF NOT EXISTS revoked_tokens (
+    token_hash TEXT PRIMARY KEY,
+    expires_at BIGINT NOT NULL,
+    revoked_at TEXT NOT NULL,
+    revoked_by TEXT NOT NULL
+)"""
+"""Signed-out tokens (`privacy_ci.store._sessions`), each kept until it expires. Added
+without a schema version: a store opened for writing gains it (IF NOT EXISTS)."""
 
 _SQLITE_TRIGGERS = [
     "CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit"
@@ -173,7 +183,9 @@ _PG_TRIGGERS = [
 
 def schema_statements(dialect: Dialect) -> list[str]:
     """The DDL that creates every table (idempotent), in this dialect."""
-    tables = _TABLES.format(serial_key=dialect.serial_key, blob=dialect.blob)
+    tables = _TABLES.format(
+        serial_key=dialect.serial_key, blob=dialect.blob, revoked_tokens=REVOKED_TOKENS_TABLE
+    )
     statements = [s.strip() for s in tables.split(";") if s.strip()]
     return statements + (_SQLITE_TRIGGERS if dialect.engine == "sqlite" else _PG_TRIGGERS)
 

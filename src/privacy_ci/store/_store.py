@@ -8,8 +8,9 @@ Each record kind lives in its own module, as a mixin `DocumentStore` composes:
 `_policy` (the policy), `_agents` (agents and their roles), `_assignments` (the
 assignment relation), `_labels` (labels and their lifecycle), `_history` (the
 change history every write appends to), `_documents` (content, index terms and
-embeddings), `_snapshot` (the derived state a request reads) and `_review` (the
-Policy Authority's review of proposals, with their consequence). The audit log
+embeddings), `_snapshot` (the derived state a request reads), `_review` (the
+Policy Authority's review of proposals, with their consequence) and `_sessions`
+(the revocation list of signed-out tokens). The audit log
 (`_audit_log`, over the chain of `_audit`) needs the database only.
 
 Label lifecycle. A label is ``proposed`` (drafted, e.g. by a model: it grants
@@ -43,6 +44,7 @@ from privacy_ci.store._history import HistoryEntry, HistoryMixin
 from privacy_ci.store._labels import LabelRecord, LabelsMixin, LabelState, UnknownDocument
 from privacy_ci.store._policy import PolicyMixin
 from privacy_ci.store._review import ReviewMixin
+from privacy_ci.store._sessions import SessionsMixin, ensure_sessions_table
 from privacy_ci.store._snapshot import Snapshot, SnapshotMixin
 from privacy_ci.store._sql import SCHEMA_VERSION, Database, StoreError, schema_statements
 
@@ -84,6 +86,7 @@ class DocumentStore(
     HistoryMixin,
     DocumentsMixin,
     SnapshotMixin,
+    SessionsMixin,
 ):
     """Labels, content, embeddings, assignments, policy, agents and audit in one database.
 
@@ -157,6 +160,8 @@ class DocumentStore(
                     "UPDATE meta SET value = ? WHERE key = 'schema_version'", (SCHEMA_VERSION,)
                 )
                 found = (SCHEMA_VERSION,)
+            elif found[0] == SCHEMA_VERSION:
+                ensure_sessions_table(db)  # the revocation list came without a new version
         if found[0] != SCHEMA_VERSION:
             raise StoreError(
                 f"store {self.db.name} has schema version {found[0]!r};"
