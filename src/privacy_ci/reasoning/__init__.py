@@ -20,6 +20,31 @@ from privacy_ci.reasoning._catalogue import (
     load_catalogue,
 )
 from privacy_ci.reasoning._evidence import Evidence, NLPUnavailable
+from privacy_ci.reasoning._facts import (
+    FactError,
+    Facts,
+    FactSchema,
+    FactSpec,
+    FactValue,
+    Source,
+    ValueSpec,
+    load_fact_schema,
+    load_facts_file,
+    parse_fact_args,
+)
+from privacy_ci.reasoning._judge import FactJudge, FactJudgment
+from privacy_ci.reasoning._law import (
+    PRECEDENCE,
+    Branch,
+    LawBook,
+    LawDecision,
+    NearMiss,
+    Question,
+    Rule,
+    apply_law,
+    load_law,
+)
+from privacy_ci.reasoning._reading import FactReader, load_reading_guide
 from privacy_ci.reasoning._reasoner import (
     VERDICT_RULE,
     Applicability,
@@ -31,8 +56,10 @@ from privacy_ci.reasoning._reasoner import (
 )
 
 __all__ = [
+    "PRECEDENCE",
     "VERDICT_RULE",
     "Applicability",
+    "Branch",
     "CIReasoner",
     "Catalogue",
     "CatalogueError",
@@ -41,13 +68,34 @@ __all__ = [
     "Cues",
     "Effect",
     "Evidence",
+    "FactError",
+    "FactJudge",
+    "FactJudgment",
+    "FactReader",
+    "FactSchema",
+    "FactSpec",
+    "FactValue",
+    "Facts",
     "Ground",
+    "LawBook",
+    "LawDecision",
     "NLPUnavailable",
+    "NearMiss",
     "NormCheck",
     "NormEntry",
     "Pattern",
+    "Question",
     "Reasoning",
+    "Rule",
+    "Source",
     "Status",
+    "ValueSpec",
+    "apply_law",
     "catalogue_path",
     "load_catalogue",
+    "load_fact_schema",
+    "load_facts_file",
+    "load_law",
+    "load_reading_guide",
+    "parse_fact_args",
 ]
