@@ -253,11 +253,16 @@ def test_validate_refuses_a_huge_policy_file(
 
 
 def test_the_packaged_files_use_no_aliases_and_load() -> None:
-    # the bounds hold the packaged corpus, the starter and the condition catalogues
+    # the bounds hold the packaged corpus, the starter and the reasoner's fact models,
+    # law books and reading guides
     assert len(load_corpus().labels) > 100
     load_corpus(starter_dir())
-    catalogues = Path(riverside_dir()).parents[2] / "reasoning" / "catalogue"
-    for path in [*catalogues.glob("*.yaml"), *Path(riverside_dir()).rglob("*.yaml")]:
+    reasoning = Path(riverside_dir()).parents[2] / "reasoning"
+    books = [
+        p for folder in ("facts", "law", "reading") for p in (reasoning / folder).glob("*.yaml")
+    ]
+    assert len(books) >= 3
+    for path in [*books, *Path(riverside_dir()).rglob("*.yaml")]:
         load_yaml(path.read_text(encoding="utf-8"))
 
 

@@ -1,23 +1,17 @@
-"""`privacy-ci kb conditions`: the condition catalogue, listed and shown."""
+"""`privacy-ci kb conditions`: the law book the ci-reasoner applies (`load_law`), its
+rules listed in the order they are tried, and one rule or a paragraph's rules shown."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
-import pytest
 from typer.testing import CliRunner
 
 from privacy_ci.cli.main import app
-from privacy_ci.reasoning import load_catalogue
+from privacy_ci.reasoning import load_law
 
 runner = CliRunner()
-
-
-@pytest.fixture(autouse=True)
-def _data(shared_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PRIVACY_CI_DATA", str(shared_data))
 
 
 def invoke_json(*args: str) -> Any:
@@ -26,59 +20,82 @@ def invoke_json(*args: str) -> Any:
     return json.loads(res.stdout)
 
 
-def test_list_json_matches_the_catalogue() -> None:
-    catalogue = load_catalogue("hipaa")
+def test_list_json_is_the_law_book_in_order() -> None:
+    book = load_law("hipaa")
     data = invoke_json()
-    assert data["regulation"] == "hipaa" and data["version"] == catalogue.version
-    assert [n["id"] for n in data["norms"]] == [n.id for n in catalogue.norms]
-    first = data["norms"][0]
-    assert set(first) == {"id", "effect", "paragraph", "title", "requires", "conditions"}
-    assert sum(n["conditions"] for n in data["norms"]) == len(catalogue.conditions())
-    grounds = [g["id"] for g in data["applicability"]["grounds"]]
-    assert "employment-record" in grounds and "education-record" in grounds
-    # de-identified information is judged by the permitting norm of 164.514, not a ground
-    assert "de-identified-information" not in grounds
-    assert "164.514(b)-de-identified-information" in [n["id"] for n in data["norms"]]
+    assert data["regulation"] == "hipaa"
+    assert data["law"] == book.version_id and data["facts"] == book.schema.version_id
+    rules = data["rules"]
+    assert [r["id"] for r in rules] == [r.id for r in (*book.rules, book.default)]
+    assert [r["order"] for r in rules] == list(range(len(rules)))
+    first = rules[0]
+    assert set(first) == {
+        "id",
+        "paragraph",
+        "title",
+        "effect",
+        "order",
+        "when",
+        "unless",
+        "facts",
+    }
+    # precedence: not applicable, then prohibitions, required, permissions, the default
+    effects = [r["effect"] for r in rules]
+    assert effects[0] == "not_applicable" and effects[-1] == "prohibit"
+    assert rules[-1]["id"] == "164.502(a)-general-rule" and rules[-1]["facts"] == []
+    last_not_applicable = max(i for i, e in enumerate(effects) if e == "not_applicable")
+    first_permit = effects.index("permit")
+    assert last_not_applicable < effects.index("prohibit") < first_permit
+    assert "prohibit" not in effects[first_permit:-1]
+    ids = [r["id"] for r in rules]
+    assert "employment-record" in ids and "education-record" in ids
 
 
-def test_list_text_shows_entries_and_grounds() -> None:
-    res = runner.invoke(app, ["kb", "conditions"])
+def test_list_text_shows_every_rule_id_uncut() -> None:
+    res = runner.invoke(app, ["kb", "conditions"], env={"COLUMNS": "100"})
     assert res.exit_code == 0, res.output
-    assert "164.512(e)(1)(ii)-subpoena" in res.stdout  # ids are never cut short
-    assert "prohibit" in res.stdout and "Not applicable when" in res.stdout
-    assert "employment-record (160.103(Protected health information)(2)(iii))" in res.stdout
+    book = load_law("hipaa")
+    assert f"{len(book.rules)} rules and the default" in res.stdout
+    for rule in (*book.rules, book.default):
+        assert rule.id in res.stdout  # ids are what a reader copies: never cut
+    assert "164.512(e)(1)(ii)-subpoena-with-assurances" in res.stdout
 
 
-def test_entry_id_shows_every_condition() -> None:
-    data = invoke_json("164.512(e)(1)(ii)-subpoena")
-    (entry,) = data["norms"]
-    assert entry["effect"] == "permit" and entry["requires"] == "all"
-    conditions = {c["id"]: c for c in entry["conditions"]}
-    assert set(conditions) == {"subpoena-or-discovery", "subpoena-satisfactory-assurance"}
-    assert "satisfactory assurance" in conditions["subpoena-satisfactory-assurance"]["cues"]["met"]
-    res = runner.invoke(app, ["kb", "conditions", "164.512(e)(1)(ii)-subpoena"])
+def test_rule_id_shows_when_and_unless() -> None:
+    data = invoke_json("164.508(a)(2)-psychotherapy-notes")
+    (rule,) = data["rules"]
+    assert rule["effect"] == "prohibit" and rule["paragraph"] == "164.508(a)(2)"
+    assert rule["when"] == "information: psychotherapy notes"
+    assert "authorization: a valid authorization covers it" in rule["unless"]
+    assert rule["facts"][0] == "information" and "authorization" in rule["facts"]
+    # ids match whatever their case
+    assert invoke_json("164.508(A)(2)-PSYCHOTHERAPY-NOTES")["rules"] == [rule]
+    res = runner.invoke(
+        app, ["kb", "conditions", "164.508(a)(2)-psychotherapy-notes"], env={"COLUMNS": "200"}
+    )
     assert res.exit_code == 0, res.output
-    for text in ("subpoena-satisfactory-assurance (164.512(e)(1)(iii))", "met: subpoena;"):
-        assert text in res.stdout
+    total = len(load_law("hipaa").rules) + 1
+    head = f"164.508(a)(2)-psychotherapy-notes (prohibit, 164.508(a)(2), tried 6 of {total})"
+    assert head in res.stdout
+    assert "when: information: psychotherapy notes" in res.stdout and "unless: (" in res.stdout
 
 
-def test_condition_id_and_ground_id() -> None:
-    data = invoke_json("valid-authorization")
-    assert [n["id"] for n in data["norms"]] == ["164.508(a)(1)-authorization"]
-    data = invoke_json("employment-record")
-    assert data["norms"] == [] and data["grounds"][0]["id"] == "employment-record"
-    res = runner.invoke(app, ["kb", "conditions", "education-record"])
-    assert res.exit_code == 0 and "not applicable, 160.103(Protected" in res.stdout
+def test_the_default_rule() -> None:
+    (rule,) = invoke_json("164.502(a)-general-rule")["rules"]
+    assert rule["when"] == "" and rule["unless"] is None
+    res = runner.invoke(app, ["kb", "conditions", "164.502(a)-general-rule"])
+    assert res.exit_code == 0 and "when: no permission applies" in res.stdout
 
 
 def test_paragraph_prefix() -> None:
     data = invoke_json("164.512(f)")
-    ids = [n["id"] for n in data["norms"]]
-    assert ids and all(i.startswith("164.512(f)") for i in ids)
-    assert "164.512(f)(1)(ii)(c)-admin-request" in ids
+    ids = [r["id"] for r in data["rules"]]
+    assert ids and all(r["paragraph"].startswith("164.512(f)") for r in data["rules"])
+    assert "164.512(f)(1)(ii)-law-enforcement-process" in ids
+    assert "164.512(e)(1)(i)-court-order" not in ids
     # a prefix ends at a paragraph boundary: 164.51 is not 164.512
     res = runner.invoke(app, ["kb", "conditions", "164.51"])
-    assert res.exit_code == 2
+    assert res.exit_code == 2 and "no rule or paragraph matches '164.51'" in res.stderr
 
 
 def test_unknown_id_is_one_error_line() -> None:
@@ -90,6 +107,8 @@ def test_unknown_id_is_one_error_line() -> None:
     assert "'no-such-[entry]'" in lines[0]  # the id as written, not read as markup
 
 
-def test_regulation_without_catalogue() -> None:
+def test_regulation_without_a_law_book() -> None:
     res = runner.invoke(app, ["kb", "conditions", "-r", "gdpr"])
-    assert res.exit_code == 2 and "no condition catalogue" in res.stderr
+    assert res.exit_code == 2
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no fact model for regulation 'gdpr'" in lines[0]

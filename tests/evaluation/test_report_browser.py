@@ -224,9 +224,9 @@ def test_two_clicks_from_the_headline_to_a_raw_output(
     box = raw.bounding_box()
     assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width
     assert detail.locator("pre", has_text="Toy event number 6:").first.is_visible()
-    # the ci-reasoner's conditions and their quoted evidence
+    # the ci-reasoner's deciding rule and the fact it read, with its quote
     reasoning = detail.locator(".reasoning").first
-    assert reasoning.is_visible() and "Is the disclosure for treatment" in reasoning.inner_text()
+    assert reasoning.is_visible() and "deciding rule: 164." in reasoning.inner_text()
     assert "“Toy event number 6:" in reasoning.inner_text()
     page.context.close()
 

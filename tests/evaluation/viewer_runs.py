@@ -7,8 +7,8 @@ Three runs over one dataset, each with a known pattern of right and wrong cases:
   from the network and run a script (it must arrive escaped);
 * ``cot-run``: ``cot-auto`` over the scripted backend, always "A. Prohibited";
 * ``reasoner-run``: a stand-in for the ci-reasoner (model-free), whose ``reason``
-  step records conditions with quoted evidence in the reasoner's format; on case 20
-  all three runs give the same wrong verdict.
+  step records a fact read with its quote and the deciding rule in the facts-then-law
+  judge's format; on case 20 all three runs give the same wrong verdict.
 
 Screenshots (the README's report section), from the repository root::
 
@@ -71,33 +71,67 @@ def _dp_script(dataset: Dataset) -> Any:
     return answer
 
 
-def _reasoning(verdict: Verdict | None, text: str) -> dict[str, Any]:
+# the rule the stand-in decides by, per verdict, and the purpose it says it read
+_STAND_IN_RULES = {
+    Verdict.PERMIT: (
+        "treatment",
+        {
+            "id": "164.506(c)(2)-treatment",
+            "paragraph": "164.506(c)(2)",
+            "title": "Disclosure for treatment activities of a health care provider",
+            "effect": "permit",
+        },
+    ),
+    Verdict.PROHIBIT: (
+        "marketing",
+        {
+            "id": "164.508(a)(3)-marketing",
+            "paragraph": "164.508(a)(3)",
+            "title": "Marketing needs an authorization",
+            "effect": "prohibit",
+        },
+    ),
+    Verdict.NOT_APPLICABLE: (
+        "other",
+        {
+            "id": "not-health-information",
+            "paragraph": "160.103(Protected health information)",
+            "title": "No health information about an individual",
+            "effect": "not_applicable",
+        },
+    ),
+}
+
+
+def _reasoning(verdict: Verdict, text: str) -> dict[str, Any]:
+    """A facts-then-law record (`FactJudgment.as_dict`'s shape): one fact read with its
+    quote, and the rule that decided on it."""
     quote = text[: min(len(text), 40)]
-    condition = {
-        "id": "treatment-purpose",
-        "paragraph": "164.506(c)(1)",
-        "question": "Is the disclosure for treatment, payment or health care operations?",
-        "status": "met" if verdict is Verdict.PERMIT else "contradicted",
-        "evidence": [{"quote": quote, "start": 0, "end": len(quote), "negated": False}],
+    purpose, rule = _STAND_IN_RULES[verdict]
+    fact = {
+        "value": purpose,
+        "source": "read",
+        "quote": quote,
+        "start": 0,
+        "end": len(quote),
+        "note": "a stand-in reading",
     }
-    norm = {
-        "id": "164.506(c)(1)-own-tpo",
-        "paragraph": "164.506(c)(1)",
-        "title": "A covered entity's own treatment, payment or health care operations",
-        "effect": "permit",
-        "requires": "all",
-        "matched": ["purposes: billing (the flow's purpose)"],
-        "score": 1,
-        "holds": verdict is Verdict.PERMIT,
-        "conditions": [condition],
+    decision = {
+        "verdict": verdict.value,
+        "determined": True,
+        "rule": rule,
+        "used": {"purpose": fact},
+        "presumed": {},
+        "questions": [],
+        "near_misses": [],
+        "exhausted": False,
     }
     return {
-        "verdict": None if verdict is None else verdict.value,
-        "rule": "a stand-in rule for the viewer tests",
-        "deciding": norm if verdict is not None else None,
-        "applicability": {"applicable": True, "reasons": ["stand-in"], "grounds": []},
-        "candidates": [norm],
-        "parties": {},
+        "verdict": verdict.value,
+        "determined": True,
+        "law": "stand-in-law-v1",
+        "facts": {"purpose": fact},
+        "decision": decision,
     }
 
 
@@ -116,10 +150,11 @@ class ReasonerStandIn:
         index = next(i for i, c in enumerate(self.dataset.cases) if c.id == event.id)
         gold = self.dataset.cases[index].label
         verdict = gold if index % 2 == 0 and index != 20 else _WRONG[gold]
+        parsed = _reasoning(verdict, event.text)
         step = StepRecord(
             name="reason",
-            parsed=_reasoning(verdict, event.text),
-            retrieved_ids=["164.506(c)(1)"],
+            parsed=parsed,
+            retrieved_ids=[parsed["decision"]["rule"]["paragraph"]],
             latency_s=0.05,
         )
         return Judgment(self.name, verdict, steps=[step], backend="model-free")

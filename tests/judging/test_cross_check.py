@@ -3,161 +3,252 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from importlib import resources
 from pathlib import Path
 
 import pytest
 import typer
 from typer.testing import CliRunner
 
-from privacy_ci.ci import Verdict
+from privacy_ci.ci import Flow, Verdict
 from privacy_ci.errors import PrivacyCIError
 from privacy_ci.judging import CrossCheck, CrossChecker, Event, cross_check
-from privacy_ci.reasoning import Status
-from tests._norms import (
-    ALTERNATIVES,
-    NO_CONDITIONS,
-    NOT_APPLICABLE,
-    SALE,
-    TREATMENT,
-    StubReasoner,
-    candidate,
-    reasoning,
+from privacy_ci.reasoning import (
+    FactJudge,
+    FactJudgment,
+    Facts,
+    FactValue,
+    Source,
+    apply_law,
+    load_fact_schema,
+    load_law,
 )
 from tests.llm.fake_openai_server import FakeLLMServer, Fault, running_server
 
-MET, NO, UNSTATED = Status.MET, Status.CONTRADICTED, Status.UNSTATED
+SCHEMA = load_fact_schema("hipaa")
+BOOK = load_law("hipaa")
+
+# fact sets and the law's decision on them (tests/reasoning/test_law.py proves the law)
+CORE = {"holder": "covered_entity", "information": "phi"}
+TREATMENT = {**CORE, "recipient": "health_care_provider", "purpose": "treatment"}
+PERMIT_DETERMINED = {**TREATMENT, "restriction": "none"}
+PERMIT_PRESUMED = TREATMENT  # no restriction stated: presumed none
+PROHIBIT_DETERMINED = {
+    **CORE,
+    "recipient": "marketer",
+    "purpose": "marketing",
+    "authorization": "absent",
+    "remuneration": "no",
+    "marketing_exception": "no",
+}
+PROHIBIT_DEFAULT = {  # no permission applies; three nearly do
+    **CORE,
+    "recipient": "law_enforcement",
+    "purpose": "law_enforcement",
+    "legal_process": "informal_request",
+}
+NOT_APPLICABLE = {"holder": "employer", "information": "employment_record"}
+
+
+def read(values: dict[str, str]) -> Facts:
+    """The facts as a reader reports them: each with a quote."""
+    return Facts(
+        SCHEMA,
+        {k: FactValue(v, Source.READ, f"the words for {k}", 0, 9) for k, v in values.items()},
+    )
+
+
+def judged(values: dict[str, str]) -> FactJudgment:
+    facts = read(values)
+    return FactJudgment(facts, apply_law(BOOK, facts), BOOK.version_id)
+
+
+class StubReader:
+    """Stands in for the offline reader: facts by a function of the narrative."""
+
+    def __init__(self, facts: Callable[[str | None], Facts]) -> None:
+        self.facts = facts
+        self.seen: list[tuple[str | None, Flow | None]] = []
+
+    def read(self, text: str | None = None, flow: Flow | None = None) -> Facts:
+        self.seen.append((text, flow))
+        return self.facts(text)
+
+
+def stub_judge(facts: Callable[[str | None], Facts]) -> FactJudge:
+    return FactJudge("hipaa", reader=StubReader(facts))  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------------
 # the flags
 # ---------------------------------------------------------------------------------
-def test_a_permit_on_unstated_conditions_is_flagged() -> None:
-    treatment = candidate(TREATMENT, 2, MET, UNSTATED)
-    found = reasoning(Verdict.PERMIT, [treatment, candidate(SALE)], treatment)
-    check = cross_check(Verdict.PERMIT, found)
-    assert check.agree and check.flagged and check.flag == "permit-unsupported"
-    assert check.reason is not None and "to-provider (unstated)" in check.reason
-    assert "for-treatment" not in check.reason  # met: not a reason
-    assert check.norm is not None and check.norm["id"] == TREATMENT.id
-    assert [c["status"] for c in check.conditions] == ["met", "unstated"]
-    assert check.conditions[0]["evidence"][0]["quote"] == "quote for for-treatment"
+def test_a_permit_the_law_prohibits_by_default_is_flagged() -> None:
+    judgment = judged(PROHIBIT_DEFAULT)
+    check = cross_check(Verdict.PERMIT, judgment)
+    assert not check.agree and check.flagged and check.flag == "permit-unsupported"
+    assert check.reasoner_verdict is Verdict.PROHIBIT and not check.determined
+    rule = judgment.decision.rule
+    assert check.reasoner_rule == rule.id == "164.502(a)-general-rule"
+    assert check.rule == rule.as_dict()
+    # the facts the rule used, with their quotes; the presumptions marked
+    assert check.facts == {k: v.as_dict() for k, v in judgment.decision.used.items()}
+    assert check.facts["holder"]["quote"] == "the words for holder"
+    assert {k for k, v in check.facts.items() if v["source"] == "presumed"} == {
+        "authorization",
+        "required_by_law",
+        "serious_threat",
+    }
+    # the near misses and the questions, named in the reason too
+    assert [m["rule"] for m in check.near_misses] == [
+        "164.512(e)(1)(i)-court-order",
+        "164.512(e)(1)(ii)-subpoena-with-assurances",
+        "164.512(f)(1)(ii)-law-enforcement-process",
+    ]
+    assert [q["fact"] for q in check.questions] == [q.fact for q in judgment.decision.questions]
+    assert check.reason is not None
+    assert check.reason.startswith("the model permits, but on the facts read the law prohibits")
+    assert "164.502(a)" in check.reason and "on presumptions (authorization presumed absent" in (
+        check.reason
+    )
+    assert 'holder = covered_entity (read "the words for holder")' in check.reason
+    assert "authorization = absent (presumed)" in check.reason
+    assert "nearly permitted by 164.512(e)(1)(i)" in check.reason
+    assert "legal_process is informal_request, needs court_order" in check.reason
     data = check.as_dict()
-    assert data["reasoner"] == "ci-reasoner" and data["reasoner_verdict"] == "permit"
-    assert data["flagged"] and data["flag"]["kind"] == "permit-unsupported"
-    assert data["flag"]["conditions"] == check.conditions and data["error"] is None
+    assert data["reasoner"] == "ci-reasoner" and data["reasoner_verdict"] == "prohibit"
+    assert data["reasoner_rule"] == rule.id and data["reasoner_determined"] is False
+    assert data["flagged"] and data["error"] is None
+    assert data["flag"] == {
+        "kind": "permit-unsupported",
+        "reason": check.reason,
+        "determined": False,
+        "rule": check.rule,
+        "facts": check.facts,
+        "near_misses": check.near_misses,
+        "questions": check.questions,
+    }
+    json.dumps(data)  # a record entry: plain JSON
 
 
-def test_a_permit_on_contradicted_conditions_is_flagged_and_disagrees() -> None:
-    treatment = candidate(TREATMENT, 2, NO, MET)
-    found = reasoning(Verdict.PROHIBIT, [treatment], treatment)
-    check = cross_check(Verdict.PERMIT, found)
-    assert not check.agree and check.flag == "permit-unsupported"
-    assert check.reason is not None and "for-treatment (contradicted)" in check.reason
+def test_a_permit_against_a_determined_prohibition_is_flagged() -> None:
+    check = cross_check(Verdict.PERMIT, judged(PROHIBIT_DETERMINED))
+    assert check.flag == "permit-unsupported" and check.determined
+    assert check.rule is not None and check.rule["id"] == "164.508(a)(3)-marketing"
+    assert check.reason is not None and "determined: no unknown fact changes it" in check.reason
+    assert check.questions == [] and check.near_misses == []
+    assert check.facts["authorization"]["value"] == "absent"
 
 
-def test_a_permit_on_a_norm_that_holds_is_not_flagged() -> None:
-    treatment = candidate(TREATMENT, 2, MET, MET)
-    check = cross_check(Verdict.PERMIT, reasoning(Verdict.PERMIT, [treatment], treatment))
-    assert check.agree and not check.flagged and check.reason is None
-    assert check.as_dict()["flag"] is None
-    # alternatives: one met alternative is what the norm asks
-    judicial = candidate(ALTERNATIVES, 1, UNSTATED, MET)
-    assert not cross_check(Verdict.PERMIT, reasoning(None, [judicial])).flagged
-    # a permission that needs no condition holds
-    free = candidate(NO_CONDITIONS, 2)
-    assert not cross_check(Verdict.PERMIT, reasoning(Verdict.PERMIT, [free], free)).flagged
-
-
-def test_the_permission_checked_when_the_reasoner_decided_otherwise() -> None:
-    sale = candidate(SALE, 2, MET)
-    unstated = candidate(ALTERNATIVES, 1, UNSTATED, UNSTATED)
-    held = candidate(TREATMENT, 0, MET, MET)
-    # a permitting candidate that holds is the one a permit rests on
-    check = cross_check(Verdict.PERMIT, reasoning(Verdict.PROHIBIT, [sale, unstated, held], sale))
-    assert not check.flagged and not check.agree
-    # none holds: the best-matching permitting candidate
-    check = cross_check(Verdict.PERMIT, reasoning(Verdict.PROHIBIT, [sale, unstated], sale))
-    assert check.flag == "permit-unsupported" and check.norm is not None
-    assert check.norm["id"] == ALTERNATIVES.id and check.norm["requires"] == "any"
-    # no permitting candidate at all: nothing to check
-    check = cross_check(Verdict.PERMIT, reasoning(Verdict.PROHIBIT, [sale], sale))
-    assert not check.flagged and not check.agree
-
-
-def test_a_prohibit_despite_a_met_permission_is_flagged() -> None:
-    treatment = candidate(TREATMENT, 2, MET, MET)
-    found = reasoning(Verdict.PERMIT, [candidate(SALE), treatment], treatment)
-    check = cross_check(Verdict.PROHIBIT, found)
+@pytest.mark.parametrize(
+    ("values", "determined", "says"),
+    [
+        (PERMIT_DETERMINED, True, "determined: no unknown fact changes it"),
+        (PERMIT_PRESUMED, False, "on presumptions (restriction presumed none)"),
+    ],
+)
+def test_a_prohibit_against_a_permission_is_flagged(
+    values: dict[str, str], determined: bool, says: str
+) -> None:
+    judgment = judged(values)
+    check = cross_check(Verdict.PROHIBIT, judgment)
     assert not check.agree and check.flag == "prohibit-despite-permission"
-    assert check.reason is not None and TREATMENT.id in check.reason
-    assert check.norm is not None and check.norm["effect"] == "permit"
-    assert [c["status"] for c in check.conditions] == ["met", "met"]
-    judicial = candidate(ALTERNATIVES, 1, NO, MET)  # one alternative met
-    assert cross_check(Verdict.PROHIBIT, reasoning(None, [judicial])).flagged
-    # a permission that requires no condition, matched on the flow
-    free = candidate(NO_CONDITIONS, 2)
-    check = cross_check(Verdict.PROHIBIT, reasoning(Verdict.PERMIT, [free], free))
-    assert check.flag == "prohibit-despite-permission" and check.conditions == []
-    assert check.reason is not None and "requires no condition" in check.reason
+    assert check.determined is determined and check.as_dict()["flag"]["determined"] is determined
+    assert check.rule is not None and check.rule["id"] == "164.506(c)(2)-treatment"
+    assert check.rule["effect"] == "permit"
+    assert check.reason is not None
+    assert check.reason.startswith("the model prohibits, but on the facts read the law permits")
+    assert says in check.reason
+    if not determined:  # the question whose answer would prohibit it
+        assert [q["fact"] for q in check.questions] == ["restriction"]
+        assert "prohibited if an agreed restriction covers it" in check.reason
 
 
-def test_a_prohibit_is_not_flagged_without_a_met_permission() -> None:
-    partly = candidate(TREATMENT, 2, MET, UNSTATED)
-    check = cross_check(Verdict.PROHIBIT, reasoning(Verdict.PERMIT, [partly], partly))
-    assert not check.flagged and not check.agree
-    # a permission without conditions that no pattern field matched
-    free = candidate(NO_CONDITIONS, 0)
-    assert not cross_check(Verdict.PROHIBIT, reasoning(None, [free])).flagged
-    sale = candidate(SALE, 1, MET)
-    check = cross_check(Verdict.PROHIBIT, reasoning(Verdict.PROHIBIT, [sale], sale))
-    assert check.agree and not check.flagged
+def test_agreement_is_not_flagged() -> None:
+    for values, verdict in (
+        (PERMIT_DETERMINED, Verdict.PERMIT),
+        (PERMIT_PRESUMED, Verdict.PERMIT),
+        (PROHIBIT_DETERMINED, Verdict.PROHIBIT),
+        (PROHIBIT_DEFAULT, Verdict.PROHIBIT),
+        (NOT_APPLICABLE, Verdict.NOT_APPLICABLE),
+    ):
+        check = cross_check(verdict, judged(values))
+        assert check.agree and not check.flagged and check.reason is None
+        assert check.as_dict()["flag"] is None and check.rule is None and check.facts == {}
 
 
-@pytest.mark.parametrize("verdict", [Verdict.NOT_APPLICABLE, None])
-def test_other_verdicts_are_never_flagged(verdict: Verdict | None) -> None:
-    held = candidate(TREATMENT, 2, MET, MET)
-    unstated = candidate(ALTERNATIVES, 1)
-    check = cross_check(verdict, reasoning(Verdict.PERMIT, [unstated, held], held))
-    assert not check.flagged and not check.agree
+@pytest.mark.parametrize("model", [Verdict.PERMIT, Verdict.PROHIBIT, Verdict.NOT_APPLICABLE, None])
+def test_not_applicable_and_no_verdict_are_never_flagged(model: Verdict | None) -> None:
+    # the law says not applicable: nothing to flag, whatever the model says
+    check = cross_check(model, judged(NOT_APPLICABLE))
+    assert not check.flagged and check.agree is (model is Verdict.NOT_APPLICABLE)
+    assert check.reasoner_verdict is Verdict.NOT_APPLICABLE and check.determined
+    # the model says not applicable, or nothing: never flagged
+    if model in (Verdict.NOT_APPLICABLE, None):
+        for values in (PERMIT_DETERMINED, PROHIBIT_DETERMINED, PROHIBIT_DEFAULT):
+            check = cross_check(model, judged(values))
+            assert not check.flagged and not check.agree
 
 
-def test_agreement() -> None:
-    na = reasoning(Verdict.NOT_APPLICABLE, applicability=NOT_APPLICABLE)
-    assert cross_check(Verdict.NOT_APPLICABLE, na).agree
-    assert not cross_check(Verdict.PERMIT, na).flagged  # nothing to check
-    undetermined = reasoning(None)
-    assert not cross_check(None, undetermined).agree  # an abstention agrees with nothing
-    assert not cross_check(Verdict.PERMIT, undetermined).agree
-
-
-def test_checker_with_a_given_reasoner() -> None:
-    treatment = candidate(TREATMENT, 2, UNSTATED, UNSTATED)
-    stub = StubReasoner(reasoning(Verdict.PERMIT, [treatment], treatment))
-    checker = CrossChecker(reasoner=stub)  # type: ignore[arg-type]
-    event = Event("A clinic sent a chart.", "e-1")
+def test_checker_reads_the_event_with_its_given_facts() -> None:
+    judge = stub_judge(lambda text: read(PROHIBIT_DEFAULT))
+    checker = CrossChecker(reasoner=judge)
+    event = Event("A clinic sent a chart to the police.", "e-1")
     check = checker.check_sync(event, Verdict.PERMIT)
-    assert check.flagged and stub.seen == [(event.text, event.flow)]
-    assert checker.identity() == {
+    assert check.flag == "permit-unsupported"
+    assert judge.reader.seen == [(event.text, event.flow)]  # type: ignore[attr-defined]
+    # a given fact wins over the facts read: a court order permits it
+    given = Event(event.text, "e-2", facts={"legal_process": "court_order"})
+    check = checker.check_sync(given, Verdict.PERMIT)
+    assert check.reasoner_verdict is Verdict.PERMIT and not check.flagged and check.agree
+    # and asynchronously, the same
+    assert asyncio.run(checker.check(event, Verdict.PERMIT)) == checker.check_sync(
+        event, Verdict.PERMIT
+    )
+
+
+def test_checker_identity() -> None:
+    checker = CrossChecker(reasoner=stub_judge(lambda text: read({})))
+    identity = checker.identity()
+    root = resources.files("privacy_ci.reasoning")
+    digest = hashlib.sha256()
+    for folder in ("facts", "law", "reading"):
+        digest.update(f"{folder}/hipaa.yaml\n".encode())
+        digest.update((root / folder / "hipaa.yaml").read_bytes())
+    assert identity == {
         "reasoner": "ci-reasoner",
         "regulation": "hipaa",
-        "catalogue_sha256": hashlib.sha256(b"{}").hexdigest(),
-        "knowledge_base": "kb-hash",
+        "law": BOOK.version_id,
+        "facts": SCHEMA.version_id,
+        "files_sha256": digest.hexdigest(),
+        "knowledge_base": None,
     }
 
 
 def test_a_failing_reasoner_is_an_entry_not_an_exception() -> None:
-    def fail(text: str) -> object:
+    def fail(text: str | None) -> Facts:
         raise PrivacyCIError("the NLP model is missing")
 
-    checker = CrossChecker(reasoner=StubReasoner(fail))  # type: ignore[arg-type]
+    checker = CrossChecker(reasoner=stub_judge(fail))
     check = checker.check_sync(Event("x"), Verdict.PERMIT)
     assert isinstance(check, CrossCheck) and check.reasoner_verdict is None
     assert check.error is not None and "NLP model is missing" in check.error
-    assert not check.flagged and not check.agree
+    assert not check.flagged and not check.agree and check.reasoner_rule == ""
+    assert check.as_dict()["error"] == check.error
+    # a bad given fact is the same kind of failure (named)
+    checker = CrossChecker(reasoner=stub_judge(lambda text: read({})))
+    check = checker.check_sync(Event("x", facts={"consent": "yes"}), Verdict.PERMIT)
+    assert check.error is not None and "unknown fact 'consent'" in check.error
+
+
+def test_a_regulation_without_a_fact_model_is_refused() -> None:
+    checker = CrossChecker(regulation="gdpr")
+    with pytest.raises(PrivacyCIError, match="no fact model"):
+        checker.reasoner  # noqa: B018
 
 
 # ---------------------------------------------------------------------------------
@@ -203,7 +294,7 @@ def remote(url: str) -> list[str]:
 
 def nlp_skip() -> None:
     from privacy_ci.reasoning import NLPUnavailable
-    from privacy_ci.reasoning._evidence import load_nlp
+    from privacy_ci.reasoning._nlp import load_nlp
 
     try:
         load_nlp()
@@ -259,10 +350,15 @@ def test_cli_judge_cross_check(fake: tuple[FakeLLMServer, str], env: dict[str, s
     assert payload["verdict"] == "prohibit" and check["model_verdict"] == "prohibit"
     assert check["reasoner"] == "ci-reasoner" and check["reasoner_rule"]
     assert check["agree"] is (check["reasoner_verdict"] == "prohibit")
-    if check["flagged"]:
-        assert check["flag"]["kind"] == "prohibit-despite-permission"
-        statuses = {c["status"] for c in check["flag"]["conditions"]}
-        assert statuses <= {"met"} or check["flag"]["norm"]["requires"] == "any"
+    assert isinstance(check["reasoner_determined"], bool)
+    if check["flagged"]:  # the law permits a disclosure to a specialist for treatment
+        flag = check["flag"]
+        assert (
+            flag["kind"] == "prohibit-despite-permission" and check["reasoner_verdict"] == "permit"
+        )
+        assert flag["rule"]["id"] == check["reasoner_rule"]
+        assert flag["rule"]["effect"] in ("permit", "require") and flag["facts"]
+        assert all(f["source"] in ("given", "read", "presumed") for f in flag["facts"].values())
     # without the option: no key; human output prints the reasoner under the answer
     server.push(Fault.content(answer))
     result = CliRunner().invoke(cli(), [*args, "--json"], env=env)

@@ -188,5 +188,5 @@ def test_every_method_is_covered() -> None:
         "ci-es-content",
         "flow-judge",  # on PrivaCI-Bench cases: test_flow_judge.py
         "ci-reasoner",  # no model: tests/reasoning/
-        "checklist-qa",  # with the embedded model: tests/judging/test_checklist_qa.py
+        "checklist-qa",  # with the embedded model: tests/judging/test_facts_qa.py
     }

@@ -106,7 +106,7 @@ def test_method_names_and_specs() -> None:
         "bm25-content",
         "ci-es-content",
         "ci-reasoner",  # model-free (tests/reasoning/)
-        "checklist-qa",  # the reasoner's checklist answered by a model
+        "checklist-qa",  # the facts read by a model, then the law (test_facts_qa.py)
         "flow-judge",  # Privacy Conductor V-G (tests/judging/test_flow_judge.py)
     ]
     assert [m for m in METHODS if not METHODS[m].needs_model] == ["ci-reasoner"]

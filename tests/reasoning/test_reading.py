@@ -6,6 +6,9 @@ vocabulary; none comes from an evaluation set."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 import pytest
 
 from privacy_ci.ci import Flow, Party, TransmissionPrinciple
@@ -23,6 +26,12 @@ SENTENCES = [
     ("authorization", "He never signed anything allowing the disclosure.", "absent"),
     ("authorization", "The clinic had no authorization from the patient.", "absent"),
     ("authorization", "Her authorization had expired the month before.", "not_covering"),
+    ("authorization", "Not one of the residents ever signed anything for the newsletter.", "absent"),
+    ("authorization", "Nobody asked the patients to sign an authorization.", "absent"),
+    ("authorization", "Neither he nor his wife put anything in writing.", "absent"),
+    ("authorization", "The consent form sat in his folder, unsigned, for a month.", "absent"),
+    ("authorization", "In March she sent a letter taking that permission back.", "not_covering"),
+    ("authorization", "The ethics board approved a waiver of authorization for the study.", None),
     ("authorization", "He revoked the authorization in a letter to the practice.", "not_covering"),
     # asked to sign is no signing
     ("authorization", "The nurse asked her to sign a release, but she declined.", None),
@@ -41,6 +50,12 @@ SENTENCES = [
     ("individual_response", "The man was unconscious when the ambulance brought him in.", "incapacitated_or_emergency"),
     ("individual_response", "Nobody asked the patient whether she minded.", "not_given_chance"),
     ("individual_response", "She did not object when the nurse mentioned calling her son.", "did_not_object"),
+    # who is negated decides: the asking ("was not asked") or what was asked for
+    ("individual_response", "The volunteer, who was never asked and signed nothing, was furious.", "not_given_chance"),
+    ("individual_response", "Weeks before, she had asked that nothing about the pregnancy reach her father.", "objected"),
+    ("individual_response", "He was asked only to consent to the surgery; no one asked him about his family.", "not_given_chance"),
+    ("individual_response", "The form said she could ask not to be listed; she returned it without asking for anything.", "did_not_object"),
+    ("individual_response", "The psychologist keeps her process notes apart from the billing file.", None),
     # required by law: a law's requirement, and its absence said in several ways
     ("required_by_law", "State law requires clinics to report every case of measles.", "yes"),
     ("required_by_law", "A state statute obliges hospitals to report dog bites to animal control.", "yes"),
@@ -184,6 +199,30 @@ def test_the_flow_is_read_from_the_narrative_when_no_field_gives_it(reader: Fact
     assert facts["recipient"].quote == "her employer"
 
 
+@pytest.mark.parametrize(
+    ("sentence", "recipient"),
+    [
+        # the small parser hangs "to ..." on the information, or reads the second
+        # object of "sent X Y" as X's apposition: the recipient is still found
+        (
+            "A charge nurse faxed a summary of the chart and the circumstances of the death"
+            " to the county medical examiner's office, which certifies causes of death.",
+            "coroner_or_funeral_director",
+        ),
+        (
+            "The nurse manager sent the county health department, which tracks outbreaks,"
+            " the boy's name and the dates he was contagious.",
+            "public_health_authority",
+        ),
+    ],
+)
+def test_the_recipient_is_found_where_the_parser_misplaces_it(
+    reader: FactReader, sentence: str, recipient: str
+) -> None:
+    facts = reader.read(sentence)
+    assert facts.value("recipient") == recipient, facts.get("recipient")
+
+
 def test_no_judges_signature_is_no_order(reader: FactReader) -> None:
     facts = reader.read("No judge had signed anything; the lawyer simply sent a letter.")
     assert facts.value("legal_process") not in ("court_order", "warrant")
@@ -195,3 +234,42 @@ def test_a_hypothetical_subpoena_is_no_subpoena(reader: FactReader) -> None:
         " attorney's email was the only request."
     )
     assert facts.value("legal_process") != "subpoena_without_assurances"
+
+
+class _CountingEmbedder:
+    """A stand-in embedding model (a unit test of the cache, not of reading quality)."""
+
+    model = "counting@test"
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        self.calls.append(len(texts))
+        rng = np.random.default_rng(len(texts))
+        return rng.normal(size=(len(texts), 8)).astype(np.float32)
+
+
+def test_the_guides_example_vectors_are_embedded_once_per_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PRIVACY_CI_CACHE", str(tmp_path))
+    first = _CountingEmbedder()
+    rows, bank = FactReader(embedder=first)._bank  # type: ignore[arg-type]
+    assert first.calls and first.calls[0] == len({r[2] for r in rows})
+    again = _CountingEmbedder()
+    rows2, bank2 = FactReader(embedder=again)._bank  # type: ignore[arg-type]
+    assert again.calls == [] and rows2 == rows  # read from the cache, not embedded
+    assert np.array_equal(bank, bank2)
+    # another model's vectors are never reused
+    other = _CountingEmbedder()
+    other.model = "another@test"
+    assert FactReader(embedder=other)._bank[0] == rows  # type: ignore[arg-type]
+    assert other.calls
+    # a damaged cache entry is rebuilt, not an error
+    for npy in tmp_path.rglob("examples.npy"):
+        npy.write_bytes(b"not an array")
+    fixed = _CountingEmbedder()
+    fixed.model = "another@test"
+    assert FactReader(embedder=fixed)._bank[0] == rows  # type: ignore[arg-type]
+    assert fixed.calls

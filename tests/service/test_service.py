@@ -340,33 +340,85 @@ def test_judge_endpoint_runs_a_checklist_pipeline(riverside: DocumentStore) -> N
 def test_judge_endpoint_runs_the_model_free_reasoner(
     riverside: DocumentStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``ci-reasoner`` over /v1/judge: a verdict with its reasoning, and no model loaded."""
-    pytest.importorskip("negspacy")
-    from tests._shared import data_dir, require_files
+    """``ci-reasoner`` over /v1/judge: facts read with their quotes, then the law's
+    verdict with its deciding rule; no model is built, and for a narrative without CI
+    fields no knowledge base is loaded either."""
+    from privacy_ci.reasoning import NLPUnavailable
+    from privacy_ci.reasoning._nlp import load_nlp
 
-    require_files(data_dir(), ["hipaa/kb_annotated.json"], "the shared data")
+    try:
+        load_nlp()
+    except NLPUnavailable as exc:
+        pytest.skip(str(exc))
+    import privacy_ci.knowledge as knowledge
     import privacy_ci.llm as llm
 
     def no_model(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("a model-free method must not build a model client")
 
+    def no_kb(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a narrative without CI fields must not load the knowledge base")
+
     monkeypatch.setattr(llm, "make_client", no_model)
+    monkeypatch.setattr(knowledge, "open_knowledge_base", no_kb)
     with TestClient(create_app(riverside, ServiceSettings(jwt_key=KEY))) as c:
-        body = {
-            "event": "A hospital sent a patient's psychiatric record to her employer."
-            " The patient had not signed any authorization.",
-            "method": "ci-reasoner",
-        }
-        res = c.post("/v1/judge", json=body, headers=DOCTOR)
-        assert res.status_code == 200, res.text
-        data = res.json()
-        assert data["verdict"] == "prohibit" and data["backend"] == "model-free"
-        assert data["abstained"] is False and data["cited_ids"] == ["164.508(a)(1)"]
+
+        def judge(event: str) -> dict[str, Any]:
+            res = c.post(
+                "/v1/judge", json={"event": event, "method": "ci-reasoner"}, headers=DOCTOR
+            )
+            assert res.status_code == 200, res.text
+            data: dict[str, Any] = res.json()
+            assert data["backend"] == "model-free" and data["abstained"] is False
+            assert data["error"] is None
+            return data
+
+        # the patient signed an authorization naming the recipient: 164.508(a)(1) permits
+        signed = (
+            "A hospital sent a patient's lab results to her life insurer after she signed an"
+            " authorization form that listed the insurer and the lab results."
+        )
+        data = judge(signed)
+        assert data["verdict"] == "permit" and data["cited_ids"] == ["164.508(a)(1)"]
         [step] = data["steps"]
-        deciding = step["parsed"]["deciding"]
-        assert deciding["conditions"][0]["status"] == "contradicted"
+        assert step["name"] == "reason" and step["retrieved_ids"] == ["164.508(a)(1)"]
+        parsed = step["parsed"]
+        decision = parsed["decision"]
+        assert decision["rule"]["id"] == "164.508(a)(1)-authorization"
+        assert decision["rule"]["effect"] == "permit"
+        authorization = decision["used"]["authorization"]
+        assert authorization["value"] == "valid" and authorization["source"] == "read"
+        assert signed[authorization["start"] : authorization["end"]] == authorization["quote"]
+        assert "signed an authorization" in authorization["quote"]
+        assert parsed["verdict"] == "permit" and parsed["determined"] is decision["determined"]
+        assert data["rationale"].startswith("verdict: permit")
+        # no authorization signed: nothing permits it, so the general rule prohibits it,
+        # on presumptions about facts the narrative does not state
+        unsigned = (
+            "A hospital sent a patient's psychiatric record to her employer."
+            " The patient had not signed any authorization."
+        )
+        data = judge(unsigned)
+        assert data["verdict"] == "prohibit" and data["cited_ids"] == ["164.502(a)"]
+        parsed = data["steps"][0]["parsed"]
+        decision = parsed["decision"]
+        assert decision["rule"]["id"] == "164.502(a)-general-rule"
+        assert parsed["determined"] is False and decision["presumed"]
+        assert {q["fact"] for q in decision["questions"]} >= set(decision["presumed"])
+        read = parsed["facts"]["authorization"]
+        assert read["value"] == "absent" and "had not signed" in read["quote"]
+        misses = [m["rule"] for m in decision["near_misses"]]
+        assert "164.508(a)(1)-authorization" in misses
         listed = {m["name"]: m for m in c.get("/v1/methods", headers=DOCTOR).json()["methods"]}
         assert listed["ci-reasoner"]["needs_model"] is False and listed["dp"]["needs_model"]
-        nothing = {"event": "The weather in Lisbon was sunny on Tuesday.", "method": "ci-reasoner"}
-        data = c.post("/v1/judge", json=nothing, headers=DOCTOR).json()
-        assert data["verdict"] in (None, "not_applicable")
+        assert listed["ci-reasoner"]["needs_kb"] is False
+        # nothing about a disclosure: no fact is read, and the verdict rests on
+        # presumptions, with the questions about who holds what information first
+        data = judge("The weather in Lisbon was sunny on Tuesday.")
+        parsed = data["steps"][0]["parsed"]
+        assert all(f["source"] != "read" for f in parsed["facts"].values())
+        assert parsed["determined"] is False
+        assert [q["fact"] for q in parsed["decision"]["questions"]][:2] == [
+            "holder",
+            "information",
+        ]

@@ -9,6 +9,10 @@
 * `Dataset`: the cases plus their `Protocol` (task, label set, inclusion rule,
   gold field, source file and sha256) and a `DatasetReport`; ``label_counts``,
   ``applicable`` and deterministic stratified ``sample``.
+* Packaged with the code (`PACKAGED_DATASETS`, `packaged_path`): ``pairs-dev`` and
+  ``pairs-validation`` (development data), ``pairs-heldout`` and ``cases-heldout``
+  (for measuring only), HIPAA cases and minimal pairs whose cases carry gold facts
+  (`Case.gold_facts`, a `GoldFacts`) and pair ids (`Case.pair_id`).
 * `load_case_file(path)` (also `load_dataset(path)`): a user's JSON/JSONL file of
   cases in the GoldCoin or PrivaCI-Bench schema, as a three-way dataset named after
   the file's stem; `read_case_file` validates a file's entries without labels
@@ -24,6 +28,7 @@ from privacy_ci.cases._case import (
     Case,
     Dataset,
     DatasetReport,
+    GoldFacts,
     Protocol,
     SkippedRow,
     Task,
@@ -42,9 +47,11 @@ from privacy_ci.cases._gold import (
 from privacy_ci.cases._loaders import (
     DATASET_NAMES,
     LABEL_SPELLINGS,
+    PACKAGED_DATASETS,
     UnknownDataset,
     list_datasets,
     load_dataset,
+    packaged_path,
     parse_label,
 )
 from privacy_ci.cases._user import UserCase, load_case_file, read_case_file
@@ -53,12 +60,14 @@ __all__ = [
     "CI_FIELDS",
     "DATASET_NAMES",
     "LABEL_SPELLINGS",
+    "PACKAGED_DATASETS",
     "TREE_FILES",
     "VERDICT_ORDER",
     "ArticleRef",
     "Case",
     "Dataset",
     "DatasetReport",
+    "GoldFacts",
     "GoldKind",
     "GoldResolution",
     "GoldResolver",
@@ -73,6 +82,7 @@ __all__ = [
     "list_datasets",
     "load_case_file",
     "load_dataset",
+    "packaged_path",
     "parse_article_mention",
     "parse_label",
     "read_case_file",

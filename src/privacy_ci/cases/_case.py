@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -25,6 +25,7 @@ __all__ = [
     "Case",
     "Dataset",
     "DatasetReport",
+    "GoldFacts",
     "Protocol",
     "SkippedRow",
     "Task",
@@ -36,6 +37,46 @@ VERDICT_ORDER: tuple[Verdict, ...] = (Verdict.PERMIT, Verdict.PROHIBIT, Verdict.
 
 CI_FIELDS: tuple[str, ...] = FIELDS
 """The CI fields of a case file, in order (`privacy_ci.ci.FIELDS`)."""
+
+
+class GoldFacts(Mapping[str, str]):
+    """A case's gold facts: fact -> value name, immutable and hashable.
+
+    Case files give them under ``facts``; loading validates every key and value
+    against the regulation's fact schema (`privacy_ci.reasoning.load_fact_schema`),
+    so a `Case` only ever carries facts the law engine knows. A fact absent here is
+    one the case's writer left unstated (the law engine's presumptions apply).
+
+    Args:
+        values: fact -> value (a mapping, or (fact, value) pairs), in file order.
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, values: Mapping[str, str] | Iterable[tuple[str, str]] = ()) -> None:
+        self._items: dict[str, str] = dict(values)
+
+    def __getitem__(self, name: str) -> str:
+        return self._items[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, GoldFacts):
+            return self._items == other._items
+        if isinstance(other, Mapping):
+            return self._items == dict(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self._items.items())))
+
+    def __repr__(self) -> str:
+        return f"GoldFacts({self._items!r})"
 
 
 @dataclass(frozen=True)
@@ -59,6 +100,12 @@ class Case:
         gold_ids: the gold regulation ids as written in the file (placeholders removed).
         gold_nodes: the tree node ids they resolve to (empty when not resolved);
             unresolved ids are listed in the dataset's report.
+        gold_facts: the facts of the disclosure as the case's writer states them
+            (validated against the regulation's fact schema), or None when the case
+            carries none. Never shown to a method: they score the law engine and the
+            readers (`privacy_ci.evaluation`).
+        pair_id: the minimal pair (or group) the case belongs to: cases that share
+            it differ in the one fact that decides them; None when unpaired.
         extra: provenance (source row/line, fields the file has beyond the CI ones).
     """
 
@@ -70,6 +117,8 @@ class Case:
     label: Verdict
     gold_ids: tuple[str, ...] = ()
     gold_nodes: tuple[str, ...] = ()
+    gold_facts: GoldFacts | None = None
+    pair_id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @property
@@ -82,7 +131,7 @@ class Case:
 
         Returns:
             A dict with every field, the flow's as flat `CI_FIELDS`; the label as its
-            string value.
+            string value; ``gold_facts`` and ``pair_id`` only when the case has them.
         """
         out: dict[str, Any] = {
             "id": self.id,
@@ -94,6 +143,10 @@ class Case:
         out.update(self.flow.fields())
         out["gold_ids"] = list(self.gold_ids)
         out["gold_nodes"] = list(self.gold_nodes)
+        if self.gold_facts is not None:  # keys only when present: older outputs stay the same
+            out["gold_facts"] = dict(self.gold_facts)
+        if self.pair_id is not None:
+            out["pair_id"] = self.pair_id
         out["extra"] = dict(self.extra)
         return out
 

@@ -16,6 +16,13 @@ Sources (see the data notes, ``SOURCES.md``):
   ``followed_articles`` + ``violated_articles``, ``case_content``; ACLU has a
   list ``consent_form``, ``"null"``/``"**None**"``/JSON-null articles and
   ``sender_is_subject``.
+* Packaged with the code (``privacy_ci/cases/packaged/*.jsonl``, no data directory
+  needed): HIPAA cases and minimal pairs in the users' case-file format
+  (`privacy_ci.cases.load_case_file`) with gold facts (``facts``) and pair ids
+  (``pair_id``): ``pairs-dev`` and ``pairs-validation`` (development data: written
+  for developing the facts-then-law judge and checked against while tuning it),
+  ``pairs-heldout`` and ``cases-heldout`` (written blind by a separate writer, for
+  measuring only: never used to tune anything).
 
 Loading is all or nothing: every problem in a file is collected and raised as
 one `ValidationFailed`; no partial dataset is returned or cached.
@@ -25,11 +32,13 @@ from __future__ import annotations
 
 import ast
 import csv
+import dataclasses
 import hashlib
 import io
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -53,9 +62,11 @@ from privacy_ci.regulations import RegulationSpec, regulations
 __all__ = [
     "DATASET_NAMES",
     "LABEL_SPELLINGS",
+    "PACKAGED_DATASETS",
     "UnknownDataset",
     "list_datasets",
     "load_dataset",
+    "packaged_path",
     "parse_label",
 ]
 
@@ -117,7 +128,7 @@ class _Spec:
     task: Task
     labels: tuple[Verdict, ...]
     source: str
-    fmt: str  # goldcoin-json | goldcoin-csv | privaci-jsonl
+    fmt: str  # goldcoin-json | goldcoin-csv | privaci-jsonl | packaged
     id_prefix: str
     label_field: str
     gold_field: str
@@ -293,10 +304,106 @@ _ACLU = _pb(
 )
 
 
+_PACKAGED_DIR = "packaged"  # under privacy_ci/cases
+_PACKAGED_SOURCE = "privacy_ci/cases/packaged/"  # how a protocol names the file
+
+
+def _packaged(name: str, file: str, what: str) -> _Spec:
+    return _Spec(
+        name=name,
+        description=what,
+        regulation="hipaa",
+        task=Task.THREE_WAY,
+        labels=_THREE,
+        source=file,
+        fmt="packaged",
+        id_prefix=name,
+        label_field="label",
+        gold_field="facts (gold facts of the disclosure; no regulation ids)",
+        text_field="context",
+        inclusion="every line, in file order (ids and pair ids as written)",
+        paper="privacy-ci issue 25 (facts-then-law judge)",
+    )
+
+
+# Written for the facts-then-law judge, shipped in the package (see the module notes).
+_PACKAGED: dict[str, _Spec] = {
+    s.name: s
+    for s in (
+        _packaged(
+            "pairs-dev",
+            "hipaa-pairs-dev.jsonl",
+            "HIPAA minimal pairs with gold facts, written for development (tuned on)",
+        ),
+        _packaged(
+            "pairs-validation",
+            "hipaa-pairs-validation.jsonl",
+            "HIPAA minimal pairs with gold facts, written for development (validated on, "
+            "not held out)",
+        ),
+        _packaged(
+            "pairs-heldout",
+            "hipaa-pairs-heldout.jsonl",
+            "HIPAA minimal pairs with gold facts, written blind by a separate writer; "
+            "never tuned on",
+        ),
+        _packaged(
+            "cases-heldout",
+            "hipaa-cases-heldout.jsonl",
+            "HIPAA cases with gold facts, written blind by a separate writer; never tuned on",
+        ),
+    )
+}
+
+
+PACKAGED_DATASETS: tuple[str, ...] = tuple(_PACKAGED)
+"""The datasets shipped in the package (no data directory needed)."""
+
+
 def _specs() -> dict[str, _Spec]:
     """Every dataset, the registered regulations' read from the registry now."""
     registered = [x for x in map(_registered, regulations()) if x is not None]
-    return {s.name: s for s in (*_GOLDCOIN.values(), *registered, _ACLU)}
+    return {s.name: s for s in (*_GOLDCOIN.values(), *registered, _ACLU, *_PACKAGED.values())}
+
+
+def packaged_path(name: str) -> Path:
+    """The file of a packaged dataset (``pairs-dev``, ``pairs-validation``,
+    ``pairs-heldout``, ``cases-heldout``).
+
+    Raises:
+        UnknownDataset: `name` is not a packaged dataset.
+    """
+    spec = _PACKAGED.get(name)
+    if spec is None:
+        raise UnknownDataset(
+            f"{name!r} is not a packaged dataset; packaged: {', '.join(_PACKAGED)}"
+        )
+    return Path(str(resources.files("privacy_ci.cases") / _PACKAGED_DIR / spec.source))
+
+
+def _load_packaged(
+    spec: _Spec, data_dir: Path | str | None, resolve_gold: bool, hipaa_tree: str
+) -> Dataset:
+    from privacy_ci.cases._user import load_case_file
+
+    path = packaged_path(spec.name)
+    if not path.is_file():
+        raise DataMissingError(
+            f"dataset {spec.name!r}: {path} is missing from the installed package "
+            "(a broken install: reinstall privacy-ci)"
+        )
+    loaded = load_case_file(
+        path,
+        regulation=spec.regulation,
+        data_dir=data_dir,
+        resolve_gold=resolve_gold,
+        hipaa_tree=hipaa_tree,
+        name=spec.name,
+    )
+    protocol = dataclasses.replace(
+        spec.protocol(loaded.sha256), source=_PACKAGED_SOURCE + spec.source
+    )
+    return Dataset(spec.name, protocol, loaded.cases, loaded.sha256, loaded.report)
 
 
 DATASET_NAMES: tuple[str, ...] = tuple(_specs())
@@ -740,7 +847,9 @@ def load_dataset(
     Args:
         name: one of `list_datasets` (``real``, ``synthetic``,
             ``goldcoin-real-applicability``, ``goldcoin-real-compliance``, ...,
-            ``privaci-hipaa``, ``privaci-gdpr``, ``privaci-ai_act``, ``privaci-aclu``),
+            ``privaci-hipaa``, ``privaci-gdpr``, ``privaci-ai_act``, ``privaci-aclu``,
+            and the packaged ``pairs-dev``, ``pairs-validation``, ``pairs-heldout``,
+            ``cases-heldout``),
             or the path of a JSON/JSONL file of cases (`privacy_ci.cases.load_case_file`:
             a three-way dataset named after the file's stem). A known name wins
             over a file of that name.
@@ -762,6 +871,8 @@ def load_dataset(
     """
     specs = _specs()
     spec = specs.get(name) if isinstance(name, str) else None
+    if spec is not None and spec.fmt == "packaged":
+        return _load_packaged(spec, data_dir, resolve_gold, hipaa_tree)
     if spec is None and _is_case_file(name):
         from privacy_ci.cases._user import load_case_file
 

@@ -16,7 +16,17 @@ Either may also use ``text`` (or ``event``) for the narrative, the flat names
 for the label, ``gold_ids`` for ids, ``id`` (the case id) and ``regulation``. As in
 GoldCoin's files, ``sender``/``recipient``/``subject`` are the parties' *roles*
 unless the matching ``*_role`` field is given too, when they are their names.
-Every other key is kept, as written, in the case's ``extra["metadata"]``.
+
+Two optional keys score the facts-then-law judge: ``facts``, the gold facts of the
+disclosure (an object of fact -> value name, checked against the regulation's fact
+schema, `privacy_ci.reasoning.load_fact_schema`: an unknown fact or value is an
+error naming the line and the key), and ``pair_id``, the minimal pair the case
+belongs to. In a file of labelled cases (`load_case_file`) every pair id must be
+shared by at least two cases: a pair id of one case is an error naming its line (a
+typo, or half a pair, that would never be scored). Three or more cases may share one:
+they are scored as one group (right when every member is right, a flip when their
+verdicts are not all the same; `privacy_ci.evaluation.pair_scores`). Every other key
+is kept, as written, in the case's ``extra["metadata"]``.
 
 Every entry is validated; all problems are raised together as one
 `ValidationFailed`, each naming the file, the line (JSONL) or item (JSON list)
@@ -27,17 +37,26 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from privacy_ci._structured import DuplicateKeyError, load_json
+from privacy_ci._files import read_user_file
+from privacy_ci._structured import (
+    MAX_INPUT_BYTES_ENV,
+    DuplicateKeyError,
+    InputLimitError,
+    load_json,
+    max_input_bytes,
+)
 from privacy_ci.cases._case import (
     VERDICT_ORDER,
     Case,
     Dataset,
     DatasetReport,
+    GoldFacts,
     Protocol,
     SkippedRow,
     Task,
@@ -57,7 +76,7 @@ _LABELS = ("norm_type", "label")
 _GOLD = ("refer_ids", "gold_ids", "followed_articles", "violated_articles")
 _PB_MARKERS = ("case_content", "followed_articles", "violated_articles")
 _PARTIES = ("sender", "recipient", "subject")
-_OWN = frozenset({*_NARRATIVE, *_LABELS, *_GOLD, *FIELDS, "id", "regulation"})
+_OWN = frozenset({*_NARRATIVE, *_LABELS, *_GOLD, *FIELDS, "id", "regulation", "facts", "pair_id"})
 _KNOWN_LABELS = ", ".join(sorted(LABEL_SPELLINGS))
 
 
@@ -78,6 +97,9 @@ class UserCase:
         metadata: every key outside the schema, as written.
         placeholders: CI field -> the raw value read as "no value".
         gold_fields: gold field -> its ids (``refer_ids``, ``followed_articles`` ...).
+        facts: the gold facts (``facts``), or None; every name and value is one of the
+            regulation's fact schema (`privacy_ci.reasoning.load_fact_schema`).
+        pair_id: the minimal pair it belongs to (``pair_id``), or None.
     """
 
     where: str
@@ -91,6 +113,8 @@ class UserCase:
     metadata: dict[str, Any] = field(default_factory=dict)
     placeholders: dict[str, Any] = field(default_factory=dict)
     gold_fields: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    facts: GoldFacts | None = None
+    pair_id: str | None = None
 
 
 class _Problems:
@@ -159,6 +183,9 @@ def _entries(
     if path.suffix.lower() not in _JSONL_SUFFIXES:
         try:
             whole = load_json(text)
+        except InputLimitError as exc:  # before the JSON error it also is
+            problems.add(f"line {exc.line}" if exc.line else "", exc.problem)
+            return []
         except DuplicateKeyError as exc:
             _duplicates(exc, problems, "item" if text.lstrip().startswith("[") else "")
             return []
@@ -189,6 +216,8 @@ def _entries(
             continue
         try:
             out.append((where, load_json(line)))
+        except InputLimitError as exc:  # (its own line is the file's line)
+            problems.add(where, exc.problem)
         except DuplicateKeyError as exc:
             for dup in exc.duplicates:
                 inner = "" if dup.where == "top level" else f" in {dup.where}"
@@ -203,7 +232,7 @@ def _entries(
 def _parses(line: str) -> bool:
     try:
         json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: a line nested too deeply
         return False
     return True
 
@@ -357,6 +386,48 @@ def _gold(
     return out if ok else None
 
 
+def _gold_facts(
+    where: str, entry: dict[str, Any], problems: _Problems, regulation: str | None
+) -> GoldFacts | None:
+    """The entry's ``facts``, every name and value checked against `regulation`'s fact
+    schema (None: the regulation is not valid, already reported; the shape is checked)."""
+    raw = entry.get("facts")
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        problems.add(
+            where, f"field 'facts': expected an object of fact -> value, found {_kind(raw)}"
+        )
+        return None
+    bad = [k for k, v in raw.items() if not isinstance(v, str) or not v.strip()]
+    for key in bad:
+        problems.add(
+            where,
+            f"field 'facts': fact {key!r}: expected a value name (a string), found "
+            + ("an empty string" if isinstance(raw[key], str) else _kind(raw[key])),
+        )
+    if bad:
+        return None
+    facts = GoldFacts({k: v.strip() for k, v in raw.items()})
+    if regulation is None:
+        return facts
+    from privacy_ci.reasoning import FactError, load_fact_schema  # (loaded once, cached)
+
+    try:
+        schema = load_fact_schema(regulation)
+    except FactError as exc:
+        problems.add(where, f"field 'facts': gold facts need a fact model: {exc}")
+        return None
+    ok = True
+    for key, value in facts.items():
+        try:
+            schema.check(key, value)
+        except FactError as exc:
+            problems.add(where, f"field 'facts': {exc}")
+            ok = False
+    return facts if ok else None
+
+
 def _entry(
     where: str,
     index: int,
@@ -366,6 +437,7 @@ def _entry(
     require_text: bool,
     require_label: bool,
     counts: Counter[tuple[str, str]],
+    asked: str | None = None,
 ) -> UserCase | None:
     if not isinstance(value, dict):
         problems.add(where, f"expected a JSON object (one case), found {_kind(value)}")
@@ -383,6 +455,13 @@ def _entry(
         problems.add(
             where, f"field 'id': expected a non-empty string or an integer, found {case_id!r}"
         )
+    pair_id = value.get("pair_id")
+    if pair_id is not None and (
+        isinstance(pair_id, bool) or not isinstance(pair_id, str | int) or not str(pair_id).strip()
+    ):
+        problems.add(
+            where, f"field 'pair_id': expected a non-empty string or an integer, found {pair_id!r}"
+        )
     regulation = value.get("regulation")
     if regulation is not None and (
         not isinstance(regulation, str)
@@ -392,6 +471,9 @@ def _entry(
         problems.add(
             where, f"field 'regulation': {regulation!r} is not a registered regulation ({known})"
         )
+        facts = _gold_facts(where, value, problems, None)
+    else:  # the facts of the regulation asked for, else the entry's, else HIPAA's
+        facts = _gold_facts(where, value, problems, asked or regulation or "hipaa")
     if len(problems.items) > before or ci is None or gold is None:
         return None
     flow, kept = ci
@@ -407,15 +489,22 @@ def _entry(
         metadata={k: v for k, v in value.items() if k not in _OWN},
         placeholders=kept,
         gold_fields=gold,
+        facts=facts,
+        pair_id=None if pair_id is None else str(pair_id).strip(),
     )
 
 
-def _parse(path: Path, *, require_text: bool, require_label: bool) -> _Parsed:
+def _parse(
+    path: Path, *, require_text: bool, require_label: bool, regulation: str | None = None
+) -> _Parsed:
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
+        # a regular file within the input limit: a FIFO or a device would never end
+        raw = read_user_file(path, limit=max_input_bytes(), env=MAX_INPUT_BYTES_ENV)
+    except PrivacyCIError as exc:
+        if os.path.lexists(path):
+            raise ValidationFailed([str(exc)]) from None
         raise DataMissingError(
-            f"{path}: cannot read the file ({exc.strerror or type(exc).__name__})"
+            f"{path}: cannot read the file (No such file or directory)"
         ) from None
     problems = _Problems(path)
     try:
@@ -434,6 +523,7 @@ def _parse(path: Path, *, require_text: bool, require_label: bool) -> _Parsed:
             require_text=require_text,
             require_label=require_label,
             counts=counts,
+            asked=regulation,
         )
         if entry is not None:
             entries.append(entry)
@@ -459,8 +549,9 @@ def read_case_file(
 
     Raises:
         DataMissingError: the file cannot be read.
-        ValidationFailed: the file is empty, not JSON, or an entry is malformed
-            (every problem, naming the file, line or item, and field).
+        ValidationFailed: the file is empty, not JSON, or an entry is malformed,
+            including gold facts the regulation's fact schema does not know (every
+            problem, naming the file, line or item, and field).
     """
     parsed = _parse(Path(path), require_text=require_text, require_label=require_label)
     return tuple(parsed.entries)
@@ -497,6 +588,19 @@ def _unify(
     return chosen or "hipaa", ids
 
 
+def _lone_pairs(entries: list[UserCase], problems: _Problems) -> None:
+    """A pair id no other case shares: never scored, so an error (see the module notes)."""
+    members = Counter(e.pair_id for e in entries if e.pair_id is not None)
+    for entry in entries:
+        if entry.pair_id is not None and members[entry.pair_id] == 1:
+            problems.add(
+                entry.where,
+                f"field 'pair_id': no other case has pair id {entry.pair_id!r}; a minimal "
+                "pair needs two or more cases sharing it (leave 'pair_id' out for an "
+                "unpaired case)",
+            )
+
+
 def load_case_file(
     path: Path | str,
     *,
@@ -504,12 +608,15 @@ def load_case_file(
     data_dir: Path | str | None = None,
     resolve_gold: bool = True,
     hipaa_tree: str = "ecfr",
+    name: str | None = None,
 ) -> Dataset:
     """Load a user's file of labelled cases as a three-way dataset.
 
-    The dataset is named after the file's stem, its sha256 is the file's, and its
-    protocol is three-way (permit / prohibit / not applicable). Case ids are the
-    entries' ``id`` fields, else ``<stem>-<index>`` (index from 0, 4 digits).
+    The dataset is named after the file's stem (or `name`), its sha256 is the file's,
+    and its protocol is three-way (permit / prohibit / not applicable). Case ids are
+    the entries' ``id`` fields, else ``<name>-<index>`` (index from 0, 4 digits).
+    Gold facts (``facts``) and pair ids (``pair_id``) become the cases' `gold_facts`
+    and `pair_id`.
 
     Args:
         path: a JSON (one object or a list) or JSONL file of cases (see the module).
@@ -519,6 +626,7 @@ def load_case_file(
         resolve_gold: resolve gold ids to tree nodes; when the tree is missing from
             the data directory they stay unresolved (the report says so).
         hipaa_tree: ``ecfr`` or ``published`` (see `privacy_ci.cases.load_dataset`).
+        name: the dataset's name; default the file's stem.
 
     Returns:
         The dataset; each case's ``extra`` holds ``row``, ``line`` (JSONL) or
@@ -526,17 +634,20 @@ def load_case_file(
 
     Raises:
         DataMissingError: the file cannot be read.
-        ValidationFailed: the file is empty or malformed, or an entry lacks a
-            narrative or a label (every problem, naming the file, line and field).
+        ValidationFailed: the file is empty or malformed, an entry lacks a
+            narrative or a label, its gold facts name a fact or value the
+            regulation's fact schema does not have, or its pair id is shared by no
+            other case (every problem, naming the file, line and field).
         PrivacyCIError: ``regulation`` is not registered.
     """
     source = Path(path)
     if regulation is not None:
         _check_regulation(regulation)
-    parsed = _parse(source, require_text=True, require_label=True)
-    stem = source.stem
+    parsed = _parse(source, require_text=True, require_label=True, regulation=regulation)
+    stem = name or source.stem
     problems = _Problems(source)
     chosen, ids = _unify(parsed.entries, regulation, problems, stem)
+    _lone_pairs(parsed.entries, problems)
     problems.raise_if_any()
     report = DatasetReport(source=str(source), rows=len(parsed.entries) + len(parsed.skipped))
     report.skipped.extend(parsed.skipped)
@@ -579,7 +690,24 @@ def load_case_file(
                 label=entry.label,
                 gold_ids=entry.gold_ids,
                 gold_nodes=resolve_gold_ids(case_id, entry.gold_ids, resolver, report),
+                gold_facts=entry.facts,
+                pair_id=entry.pair_id,
                 extra=extra,
+            )
+        )
+    with_facts = sum(1 for c in cases if c.gold_facts is not None)
+    if with_facts:
+        report.notes.append(f"{with_facts} case(s) carry gold facts ('facts')")
+    members = Counter(c.pair_id for c in cases if c.pair_id is not None)
+    if members:
+        groups = sorted(p for p, n in members.items() if n > 2)
+        report.notes.append(
+            f"{len(members)} pair id(s) ('pair_id')"
+            + (
+                f"; {len(groups)} shared by more than two cases, scored as groups: "
+                + ", ".join(groups[:5])
+                if groups
+                else ""
             )
         )
     keys = sorted({k for e in parsed.entries for k in e.metadata})

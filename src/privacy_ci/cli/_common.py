@@ -99,7 +99,7 @@ def cross_checker(
     """The ``--cross-check`` reasoner of `judge` and `eval`, loaded before any model call.
 
     Raises:
-        PrivacyCIError: the method calls no model, or the regulation has no catalogue.
+        PrivacyCIError: the method calls no model, or the regulation has no law book.
     """
     from privacy_ci.errors import PrivacyCIError
     from privacy_ci.judging import CrossChecker
@@ -110,7 +110,7 @@ def cross_checker(
         )
     checker = CrossChecker(kb, regulation)
     try:
-        checker.reasoner  # noqa: B018  (load the catalogue and NLP now: errors come first)
+        checker.reasoner  # noqa: B018  (load the law book now: its errors come first)
     except (PrivacyCIError, ValueError) as exc:
         raise PrivacyCIError(f"--cross-check: no reasoner for {regulation}: {exc}") from None
     return checker

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import typer
 
 from privacy_ci.cli._common import console, print_json, user_errors
+
+if TYPE_CHECKING:
+    from privacy_ci.reasoning import FactJudge
 
 # (agent, document, acting context or None, what the example shows)
 EXAMPLES = [
@@ -35,21 +40,68 @@ REASONER_EXAMPLE = (
 )
 """The Privacy Checklist part: one narrative, judged and explained with no model."""
 
+ASK_SCRIPT: dict[str, str] = {
+    "legal_process": "none",
+    "required_by_law": "no",
+    "serious_threat": "no",
+    "purpose": "employment_decision",
+}
+"""The answers `privacy-ci ask` gets in the demo to the questions the verdict on
+`REASONER_EXAMPLE` hinges on; every fact read from the narrative is confirmed, and a
+question the script does not answer is left unknown (its presumption holds)."""
 
-def reasoner_example() -> dict[str, object]:
-    """The ci-reasoner's judgment of `REASONER_EXAMPLE` (or why it could not run)."""
+
+def _ask_scripted(judge: FactJudge) -> dict[str, Any]:
+    """`REASONER_EXAMPLE` through the questionnaire of ``privacy-ci ask``, answered from
+    `ASK_SCRIPT`: each step shown with the answer given, then the verdict step."""
+    from privacy_ci.reasoning import Questionnaire, StepKind
+
+    steps: list[dict[str, Any]] = []
+    with Questionnaire(judge.regulation, judge=judge) as session:
+        step = session.start(REASONER_EXAMPLE)
+        while step.kind is not StepKind.VERDICT:
+            fact = step.fact
+            assert fact is not None
+            shown: dict[str, Any] = {
+                "kind": step.kind.value,
+                "fact": fact,
+                "question": step.question,
+                "paragraph": step.paragraph,
+                "leaning": step.decision.verdict.value if step.decision else None,
+            }
+            if step.kind is StepKind.CONFIRM:
+                assert step.read is not None
+                shown["read"] = step.read.as_dict()
+                shown["answer"] = {"fact": fact, "confirm": True}
+                session.confirm(fact)
+            else:
+                shown["text"] = step.text
+                value = ASK_SCRIPT.get(fact)  # None: left unknown
+                shown["answer"] = {"fact": fact, "value": value}
+                session.answer(fact, value)
+            steps.append(shown)
+            step = session.next_step()
+    return {"script": dict(ASK_SCRIPT), "steps": steps, "verdict": step.as_dict()}
+
+
+def reasoner_example() -> dict[str, Any]:
+    """The ci-reasoner's judgment of `REASONER_EXAMPLE` (facts, then law), and the same
+    case answered through `privacy-ci ask` from `ASK_SCRIPT` (or why it could not run)."""
     from privacy_ci.errors import PrivacyCIError
 
     try:
-        from privacy_ci.reasoning import CIReasoner
+        from privacy_ci.reasoning import FactJudge
 
-        reasoning = CIReasoner().judge(REASONER_EXAMPLE)
-    except PrivacyCIError as exc:  # no data or no NLP package: the rest still runs
+        judge = FactJudge("hipaa")  # no knowledge base: the narrative names no CI field
+        judgment = judge.judge(REASONER_EXAMPLE)
+        asked = _ask_scripted(judge)
+    except PrivacyCIError as exc:  # no NLP package: the rest still runs
         return {"narrative": REASONER_EXAMPLE, "error": str(exc)}
     return {
         "narrative": REASONER_EXAMPLE,
         "method": "ci-reasoner (model-free)",
-        **reasoning.as_dict(),
+        **judgment.as_dict(),
+        "ask": asked,
     }
 
 
@@ -59,8 +111,10 @@ def demo(
         True, help="Also ask the assistant a question over the gated store (runs the model)."
     ),
 ) -> None:
-    """Show the Riverside flow table (Table VI), explained gate decisions, and a doctor
-    asking the assistant a question answered only from the documents the policy permits."""
+    """Show the Riverside flow table (Table VI), explained gate decisions, a narrative
+    judged by the model-free ci-reasoner and then answered through `privacy-ci ask` from
+    a script, and a doctor asking the assistant a question answered only from the
+    documents the policy permits."""
     with user_errors():
         from privacy_ci.cli.conductor import decide_payload, render_decision, render_flow_table
         from privacy_ci.conductor import load_corpus
@@ -107,7 +161,8 @@ def demo(
 def _render_reasoner_example() -> None:
     from rich.markup import escape
 
-    from privacy_ci.cli.judge import _render_reasoning
+    from privacy_ci.cli.facts import render_decision, render_judgment
+    from privacy_ci.reasoning import load_fact_schema
 
     console.print()
     console.rule("Privacy Checklist: a narrative judged by the model-free ci-reasoner")
@@ -116,5 +171,37 @@ def _render_reasoner_example() -> None:
     if "error" in example:
         console.print(f"[yellow]skipped:[/] {escape(str(example['error']))}", highlight=False)
         return
-    console.print(f"[bold]verdict[/]  {example['verdict'] or 'undetermined'}", highlight=False)
-    _render_reasoning(example)
+    schema = load_fact_schema("hipaa")
+    render_judgment(example, schema)
+    console.print()
+    console.rule("The same case through privacy-ci ask, answered from a script")
+    asked = example["ask"]
+    console.print(
+        "[dim]each fact read is confirmed; each question gets the script's answer[/]",
+        highlight=False,
+    )
+    for number, step in enumerate(asked["steps"], 1):
+        console.print(
+            f"[bold]{number}. {escape(step['fact'])}[/]: {escape(step['question'])}"
+            f"  [dim]({escape(step['paragraph'])}; so far {escape(str(step['leaning']))})[/]",
+            highlight=False,
+        )
+        answer = step["answer"]
+        if step["kind"] == "confirm":
+            read = step["read"]
+            console.print(
+                f'  read: [bold]{escape(read["value"])}[/] from "{escape(read.get("quote", ""))}"'
+                "  -> answered: confirm",
+                highlight=False,
+            )
+        else:
+            console.print(f"  {escape(step['text'])}", highlight=False)
+            value = answer["value"]
+            if value is None:
+                shown = "unknown (its presumption holds)"
+            else:
+                shown = f"{value} ({schema.spec(step['fact']).label(value)})"
+            console.print(f"  -> answered: [bold]{escape(shown)}[/]", highlight=False)
+    verdict = asked["verdict"]
+    console.print()
+    render_decision(verdict, verdict["facts"], schema)

@@ -7,9 +7,11 @@
 
 ``eval`` writes a run folder (``manifest.json``, one ``records.jsonl`` line per
 case, ``metrics.json``) and prints the scores beside the model-free baselines,
-naming the backend. Running the same command again resumes an interrupted run;
-a folder holding a different run is refused. ``report`` writes ``report.md`` and
-a self-contained ``report.html``.
+naming the backend. On cases with gold facts it also prints the accuracy of the
+law from the gold facts and the reading accuracy per fact; on minimal pairs, pair
+accuracy and the flip rate beside the baselines'. Running the same command again
+resumes an interrupted run; a folder holding a different run is refused. ``report``
+writes ``report.md`` and a self-contained ``report.html``.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ __all__ = [
     "build_eval_method",
     "eval_command",
     "print_cross_check",
+    "print_fact_metrics",
     "print_metrics",
     "report_command",
 ]
@@ -75,6 +78,9 @@ def build_eval_method(
     return build_method(name, client, kb, judge_config, settings=settings)
 
 
+_READS_ROLE_GRAPH = frozenset({"ci-reasoner", "checklist-qa"})
+
+
 def _kb_identity(kb: Any, kb_dir: Path | None) -> str | None:
     """The knowledge base in a run's identity: the tree's hash for the published KB (as
     runs have always recorded it); for a built folder, a hash of its norms too, since
@@ -89,17 +95,23 @@ def _kb_identity(kb: Any, kb_dir: Path | None) -> str | None:
 
 
 def print_cross_check(block: dict[str, Any]) -> None:
-    """Print a run's cross-check: the agreement table and the flagged cases' ids."""
+    """Print a run's cross-check: the agreement table, how many of the reasoner's verdicts
+    rest on presumptions, and the flagged cases' ids by kind."""
     from rich.table import Table
 
     reasoner = str(block.get("reasoner") or "ci-reasoner")
-    table = Table(
-        title=escape(
-            f"cross-check with the {reasoner}: agreement {_pct(block['agreement'])}% "
-            f"({block['agreed']}/{block['compared']}), {block['flagged']} flagged"
-        ),
-        title_justify="left",
+    title = (
+        f"cross-check with the {reasoner}: agreement {_pct(block['agreement'])}% "
+        f"({block['agreed']}/{block['compared']}), {block['flagged']} flagged"
     )
+    kinds = block.get("flags")
+    if isinstance(kinds, dict) and block["flagged"]:  # (older runs' blocks lack it)
+        title += " (" + ", ".join(f"{n} {kind}" for kind, n in kinds.items()) + ")"
+    if block.get("on_presumptions") is not None:
+        title += f"; the law's verdict rests on presumptions in {block['on_presumptions']}"
+    if block.get("reasoner_errors"):
+        title += f"; the reasoner failed on {block['reasoner_errors']}"
+    table = Table(title=escape(title), title_justify="left")
     table.add_column(f"model \\ {reasoner}", no_wrap=True)
     for column in block["columns"]:
         table.add_column(escape(column), justify="right")
@@ -110,6 +122,117 @@ def print_cross_check(block: dict[str, Any]) -> None:
         console.print(
             "[bold]flagged[/] " + escape(", ".join(block["flagged_cases"])), highlight=False
         )
+
+
+def _ci_text(value: float | None, ci: dict[str, Any] | None) -> str:
+    shown = _pct(value)
+    if ci:
+        shown += f" ({_pct(ci.get('low'), 1)}-{_pct(ci.get('high'), 1)})"
+    return shown
+
+
+def _share_text(value: float | None, ci: dict[str, Any] | None) -> str:
+    shown = f"{_pct(value)}%"
+    if ci:
+        shown += f" (95% CI {_pct(ci.get('low'), 1)}-{_pct(ci.get('high'), 1)})"
+    return shown
+
+
+def print_fact_metrics(metrics: dict[str, Any]) -> None:
+    """Print the blocks of a run on cases with gold facts or pair ids: the law from gold
+    facts, reading per fact, pair accuracy and flip rate beside the baselines'."""
+    from rich.table import Table
+
+    facts = metrics.get("gold_facts")
+    if isinstance(facts, dict):
+        law = facts.get("law_from_gold") or {}
+        if law.get("error"):
+            console.print(f"law from gold facts: {escape(str(law['error']))}", highlight=False)
+        elif law:
+            line = (
+                f"[bold]law from gold facts[/] ({escape(str(law.get('law')))}, "
+                f"{law['n']} cases): {law['correct']}/{law['n']} right, "
+                f"{_share_text(law['accuracy'], law.get('accuracy_ci'))}; "
+                f"{law['determined']} decided without presumptions"
+            )
+            console.print(line, highlight=False)
+            for wrong in law.get("wrong", [])[:10]:
+                console.print(
+                    escape(
+                        f"  law != gold: {wrong['case']} gold {wrong['gold']}, law "
+                        f"{wrong['law']} ({wrong['rule']})"
+                    ),
+                    highlight=False,
+                )
+        reading = facts.get("reading")
+        if not isinstance(reading, dict):
+            console.print(f"[dim]{escape(str(facts.get('reading_note', '')))}[/]", highlight=False)
+        else:
+            overall = reading["overall"]
+            table = Table(
+                title=escape(
+                    f"reading per fact ({reading['cases']} cases): "
+                    f"{overall['right']}/{overall['gold']} gold facts right, "
+                    f"{_share_text(overall['accuracy'], overall.get('accuracy_ci'))}; "
+                    "every fact right on "
+                    f"{reading['all_right_cases']} cases"
+                ),
+                title_justify="left",
+            )
+            for column in ("fact", "gold", "right", "wrong", "missing (presumed)"):
+                table.add_column(column, justify="left" if column == "fact" else "right")
+            table.add_column("acc % (95% CI)", justify="right", no_wrap=True)
+            table.add_column("most frequent errors (gold -> read)")
+            for name, row in reading["facts"].items():
+                errors = ", ".join(f"{k} x{n}" for k, n in list(row["confusions"].items())[:2])
+                table.add_row(
+                    escape(name),
+                    str(row["gold"]),
+                    str(row["right"]),
+                    str(row["wrong"]),
+                    f"{row['missing']} ({row['missing_presumed']})",
+                    _ci_text(row["accuracy"], row.get("accuracy_ci")),
+                    escape(errors),
+                )
+            console.print(table)
+        end = facts.get("end_to_end")
+        if isinstance(end, dict):
+            line = (
+                f"[bold]end to end[/] ({end['n']} cases with gold facts): "
+                f"{end['correct']}/{end['n']} right, "
+                f"{_share_text(end['accuracy'], end.get('accuracy_ci'))}"
+            )
+            bases = facts.get("baselines") or {}
+            if bases:
+                line += "; baselines: " + ", ".join(
+                    f"{escape(name)} {_pct(block['accuracy'])}%" for name, block in bases.items()
+                )
+            console.print(line, highlight=False)
+    pairs = metrics.get("pairs")
+    if isinstance(pairs, dict):
+        title = f"minimal pairs: {pairs['pairs']} complete"
+        if pairs.get("incomplete"):
+            title += f", {pairs['incomplete']} incomplete (not scored)"
+        table = Table(title=escape(title), title_justify="left")
+        table.add_column("predictor", no_wrap=True)
+        table.add_column("pair acc % (95% CI)", justify="right", no_wrap=True)
+        table.add_column("flip rate % (95% CI)", justify="right", no_wrap=True)
+        table.add_column("both right", justify="right")
+        table.add_column("flipped", justify="right")
+
+        def cells(label: str, block: dict[str, Any]) -> list[str]:
+            return [
+                escape(label),
+                _ci_text(block["pair_accuracy"], block.get("pair_accuracy_ci")),
+                _ci_text(block["flip_rate"], block.get("flip_rate_ci")),
+                str(block["both_right"]),
+                str(block["flipped"]),
+            ]
+
+        table.add_row(*cells(f"{metrics.get('method')} · {metrics.get('backend')}", pairs))
+        for name, block in (pairs.get("baselines") or {}).items():
+            table.add_row(*cells(f"baseline: {name}", block), style="dim")
+        console.print(table)
 
 
 def _slug(text: str) -> str:
@@ -186,6 +309,7 @@ def print_metrics(metrics: dict[str, Any], *, backend_detail: str = "") -> None:
         f"unparsed {metrics['unparsed']}  run {escape(str(metrics.get('run', '')))}[/]",
         highlight=False,
     )
+    print_fact_metrics(metrics)
     if isinstance(metrics.get("cross_check"), dict):
         print_cross_check(metrics["cross_check"])
 
@@ -240,8 +364,8 @@ def eval_command(
     cross_check: bool = typer.Option(
         False,
         "--cross-check",
-        help="Run the model-free ci-reasoner beside the method and flag the verdicts its "
-        "checklist does not support (a cross-checked run is another run).",
+        help="Run the model-free ci-reasoner beside the method and flag the verdicts the "
+        "law, on the facts it reads, does not support (a cross-checked run is another run).",
     ),
     kb_dir: Path | None = typer.Option(
         None,
@@ -291,7 +415,7 @@ def eval_command(
         )
         settings = config.generation_settings()
         kb = None
-        if spec.needs_kb:
+        if spec.needs_kb or kb_dir is not None:
             from privacy_ci.knowledge import open_knowledge_base
 
             try:
@@ -301,6 +425,16 @@ def eval_command(
                     f"method {method!r} needs a knowledge base, and dataset {dataset!r} "
                     f"({data.protocol.regulation}) has none: {exc}"
                 ) from None
+        elif method in _READS_ROLE_GRAPH:
+            # the fact reader reads CI fields through the role graph when the data is
+            # installed: the run's identity names the knowledge base it came from
+            from privacy_ci.errors import DataMissingError
+            from privacy_ci.knowledge import open_knowledge_base
+
+            try:
+                kb = open_knowledge_base(data.protocol.regulation, None)
+            except (ValueError, DataMissingError):
+                kb = None
         checker = cross_checker(method, spec, kb, data.protocol.regulation) if cross_check else None
         client = make_client(config)
         judge = build_eval_method(method, client, kb, judge_config, settings)
@@ -337,8 +471,12 @@ def eval_command(
         if as_json:
             print_json(result.metrics)
         else:
-            backend = client.backend
-            print_metrics(result.metrics, backend_detail=backend.base_url or "")
+            from privacy_ci.judging._pipeline import MODEL_FREE
+
+            # a model-free method's verdicts owe nothing to the configured model's URL
+            model_free = result.metrics.get("backend") == MODEL_FREE
+            detail = "" if model_free else client.backend.base_url or ""
+            print_metrics(result.metrics, backend_detail=detail)
             if result.resumed:
                 console.print(
                     f"[dim]resumed: {result.resumed} case(s) were already judged, "

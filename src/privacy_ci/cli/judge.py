@@ -4,15 +4,22 @@
     privacy-ci judge --case case.json --method ci-es-content --json
     privacy-ci judge "..." --provider openai-compatible --base-url http://localhost:8000/v1
 
-The default model is the embedded local one (constrained answers); any backend of
-`privacy-ci llm config` works. A ``--case`` file holds one case (a JSON object, or
-a JSON list or JSONL file of several, with ``--index N`` picking one) in the
-GoldCoin or PrivaCI-Bench schema of `privacy_ci.cases.read_case_file`: the
-narrative (``context``, ``text``, ``case_content`` or ``event``), ``id``, the CI
-fields (``sender``, ``recipient``, ``subject``, their ``*_role`` names,
-``information_type``, ``purpose``, ``consent_form``). Gold fields (``norm_type``,
-``label``, ``refer_ids`` ...) are validated but never reach a prompt; other keys
-are kept as metadata. An EVENT TEXT argument wins over the file's text.
+With no model configured (no ``--provider``/``--model``/``--base-url``, no
+``PRIVACY_CI_LLM_*`` variable, no ``[llm]`` model in privacy-ci.toml) the default
+method is the model-free ``ci-reasoner`` (facts, then law: the verdict in well under
+a second once loaded); with one, ``bm25-content`` on that model. ``--facts FILE``
+and ``--fact KEY=VALUE`` state facts of the disclosure (`privacy-ci facts schema`):
+the ci-reasoner takes them as given and reads only the rest. Any backend of
+`privacy-ci llm config` works for the model methods.
+
+A ``--case`` file holds one case (a JSON object, or a JSON list or JSONL file of
+several, with ``--index N`` picking one) in the GoldCoin or PrivaCI-Bench schema of
+`privacy_ci.cases.read_case_file`: the narrative (``context``, ``text``,
+``case_content`` or ``event``), ``id``, the CI fields (``sender``, ``recipient``,
+``subject``, their ``*_role`` names, ``information_type``, ``purpose``,
+``consent_form``). Gold fields (``norm_type``, ``label``, ``refer_ids`` ...) are
+validated but never reach a prompt; other keys are kept as metadata. An EVENT TEXT
+argument wins over the file's text.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from privacy_ci.cli.llm import (
 
 if TYPE_CHECKING:
     from privacy_ci.judging import CrossCheck, Event, Judgment, Pipeline
+    from privacy_ci.reasoning import FactSchema
 
 
 def load_case_file(path: Path, text: str | None = None, index: int | None = None) -> Event:
@@ -92,7 +100,9 @@ def load_case_file(path: Path, text: str | None = None, index: int | None = None
     return Event(text=event_text, id=entry.id or "", flow=entry.flow)
 
 
-def _render(judgment: Judgment, pipeline: Pipeline, elapsed: float) -> None:
+def _render(
+    judgment: Judgment, pipeline: Pipeline, elapsed: float, loaded: float | None = None
+) -> None:
     verdict = judgment.verdict.value if judgment.verdict is not None else None
     if judgment.error:
         err_console.print(
@@ -104,7 +114,12 @@ def _render(judgment: Judgment, pipeline: Pipeline, elapsed: float) -> None:
         f"[dim]method {judgment.method}  backend {escape(judgment.backend)}[/]", highlight=False
     )
     kb = pipeline.context.kb
-    if judgment.cited_ids:
+    reasoning = next((st.parsed for st in judgment.steps if st.name == "reason"), None)
+    if isinstance(reasoning, dict):  # the ci-reasoner: the rule names the paragraph
+        from privacy_ci.cli.facts import render_judgment
+
+        render_judgment(reasoning, _fact_schema(pipeline), with_verdict=False)
+    elif judgment.cited_ids:
         console.print("[bold]regulations kept[/]")
         for node_id in judgment.cited_ids:
             text = ""
@@ -116,10 +131,7 @@ def _render(judgment: Judgment, pipeline: Pipeline, elapsed: float) -> None:
             console.print(f"  {node_id}: {text}", highlight=False, markup=False)
     elif pipeline.spec is not None and pipeline.spec.needs_kb and not judgment.error:
         console.print("[bold]regulations kept[/]  none")
-    reasoning = next((st.parsed for st in judgment.steps if st.name == "reason"), None)
-    if isinstance(reasoning, dict):
-        _render_reasoning(reasoning)
-    elif judgment.rationale.strip():
+    if judgment.rationale.strip():
         from privacy_ci.judging import truncate_text
 
         console.print("[bold]rationale[/]")
@@ -138,54 +150,81 @@ def _render(judgment: Judgment, pipeline: Pipeline, elapsed: float) -> None:
             f"  {step.prompt_tokens}+{step.completion_tokens} tok{cached}{extra}{note}",
             highlight=False,
         )
-    console.print(f"[dim]total {elapsed:.2f}s[/]", highlight=False)
+    load = "" if loaded is None else f"  (loading the reader first: {loaded:.2f}s)"
+    console.print(f"[dim]total {elapsed:.2f}s{load}[/]", highlight=False)
 
 
-def _render_reasoning(reasoning: dict[str, Any]) -> None:
-    """The ci-reasoner's explanation: applicability, the deciding norm, its conditions."""
-    console.print(f"[bold]rule[/]  {escape(reasoning['rule'])}", highlight=False)
-    console.print("[bold]applicability[/]")
-    for line in reasoning["applicability"]["reasons"]:
-        console.print(f"  {escape(line)}", highlight=False)
-    deciding = reasoning.get("deciding")
-    if deciding:
-        console.print(
-            f"[bold]deciding norm[/]  {escape(deciding['id'])} ({escape(deciding['paragraph'])})"
-            f" {escape(deciding['title'])}",
-            highlight=False,
-        )
-        for how in deciding["matched"]:
-            console.print(f"  matched {escape(how)}", highlight=False)
-        _render_conditions(deciding["conditions"], "  ")
-    others = [c for c in reasoning["candidates"] if not deciding or c["id"] != deciding["id"]]
-    if others:
-        listed = ", ".join(f"{c['id']} ({c['effect']})" for c in others[:6])
-        console.print(f"[bold]other candidate norms[/]  {escape(listed)}", highlight=False)
+def _fact_schema(pipeline: Pipeline) -> FactSchema | None:
+    """The fact schema of the pipeline's regulation (for the facts' labels), if it has one."""
+    from privacy_ci.errors import PrivacyCIError
+    from privacy_ci.reasoning import load_fact_schema
+
+    try:
+        return load_fact_schema(pipeline.context.config.regulation)
+    except PrivacyCIError:
+        return None
 
 
-_STATUS_STYLE = {"met": "green", "contradicted": "red", "unstated": "yellow"}
+def default_method(
+    overrides: dict[str, Any], config_file: Path | None, model_options: bool = False
+) -> str:
+    """The method of a `judge` without ``--method``: ``bm25-content`` when a model is
+    configured (a flag, the environment or privacy-ci.toml), or an option only the model
+    methods take is given; else the model-free ``ci-reasoner``."""
+    from privacy_ci.llm import model_configured
+
+    if model_options or model_configured(overrides, config_file):
+        return "bm25-content"
+    return "ci-reasoner"
 
 
-def _render_conditions(conditions: list[dict[str, Any]], indent: str) -> None:
-    """Each condition with its status, question and paragraph; its evidence below."""
-    for cond in conditions:
-        style = _STATUS_STYLE[cond["status"]]
-        console.print(
-            f"{indent}[{style}]{cond['status']:12}[/] {escape(cond['question'])}"
-            f" ({escape(cond['paragraph'])})",
-            highlight=False,
-        )
-        for ev in cond["evidence"]:
-            where = f" at {ev['start']}-{ev['end']}" if "start" in ev else ""
-            console.print(
-                f'{indent}    {ev["states"]}: "{escape(ev["quote"])}"{where}', highlight=False
-            )
+def given_event_facts(
+    regulation: str, facts_file: Path | None, fact: list[str] | None
+) -> dict[str, dict[str, Any]] | None:
+    """``--facts`` and ``--fact`` as `Event.facts` (a facts-file mapping), validated
+    against the regulation's fact schema; None when neither is given.
+
+    Raises:
+        FactError: an unknown fact or value (naming the file or argument and the key),
+            or a regulation without a fact model.
+    """
+    if facts_file is None and not fact:
+        return None
+    from privacy_ci.cli.facts import given_facts
+    from privacy_ci.reasoning import load_fact_schema
+
+    return given_facts(load_fact_schema(regulation), facts_file, fact).as_dict()
 
 
-def _render_cross_check(checked: CrossCheck) -> None:
-    """The ci-reasoner's verdict beside the model's, and the flag with its conditions."""
+def _load_reasoner(pipeline: Pipeline, event: Event) -> float | None:
+    """Load the reader of the judge the ci-reasoner will use for `event` (NLP,
+    embeddings, its examples; the knowledge base only if that judge reads roles) before
+    the clock of the judgment starts: seconds taken. A short fixed sentence is read to
+    do it (the reader loads on first use). None when it cannot load: the judgment's
+    step then records why."""
+    import time
+
+    from privacy_ci.errors import PrivacyCIError
+    from privacy_ci.judging._reason import fact_judge
+
+    start = time.perf_counter()
+    try:
+        fact_judge(pipeline.context, event).read("A clinic sent a record to a hospital.")
+    except PrivacyCIError:
+        return None
+    return time.perf_counter() - start
+
+
+def _render_cross_check(checked: CrossCheck, schema: FactSchema | None = None) -> None:
+    """The ci-reasoner's verdict beside the model's; for a flag, its deciding rule, the
+    facts that rule used (source and quote), the near misses and the questions."""
+    from privacy_ci.cli.facts import render_fact
+
     data = checked.as_dict()
-    verdict = data["reasoner_verdict"] or "undetermined"
+    if data["reasoner_verdict"] is None:
+        verdict = "no verdict (it failed)"
+    else:
+        verdict = data["reasoner_verdict"] + ("" if checked.determined else " (on presumptions)")
     agree = "agrees" if checked.agree else "disagrees"
     console.print(
         f"[bold]cross-check[/]  {data['reasoner']}: {escape(verdict)} ({agree} with the model)",
@@ -193,17 +232,43 @@ def _render_cross_check(checked: CrossCheck) -> None:
     )
     if checked.error:
         console.print(f"  [yellow]{escape(checked.error)}[/]", highlight=False)
-    elif data["reasoner_rule"]:
-        console.print(f"  rule: {escape(data['reasoner_rule'])}", highlight=False)
     flag = data["flag"]
     if flag is None:
+        if data["reasoner_rule"]:
+            console.print(f"  rule: {escape(data['reasoner_rule'])}", highlight=False)
         console.print("  not flagged", highlight=False)
         return
     console.print(
         f"  [bold red]flagged[/] {escape(flag['kind'])}: {escape(flag['reason'])}",
         highlight=False,
     )
-    _render_conditions(flag["conditions"], "    ")
+    rule = flag["rule"] or {"id": data["reasoner_rule"], "paragraph": "", "title": ""}
+    console.print(
+        f"  rule: {escape(str(rule.get('paragraph', '')))} {escape(str(rule.get('title', '')))}"
+        f"  [dim]({escape(str(rule['id']))}"
+        + (f": {escape(str(rule['effect']))}" if rule.get("effect") else "")
+        + ")[/]",
+        highlight=False,
+    )
+    if flag["facts"]:
+        console.print("  facts the rule used", highlight=False)
+        for name, fact in flag["facts"].items():
+            render_fact(schema, name, fact, "    ")
+    for miss in flag["near_misses"]:
+        fails = "; ".join(
+            f"{f['fact']} is {f['value'] or 'unknown'}, needs {' or '.join(f['needs'])}"
+            for f in miss["failing"]
+        )
+        console.print(
+            f"  near miss {escape(miss['paragraph'])} {escape(miss['title'])}: {escape(fails)}",
+            highlight=False,
+        )
+    for question in flag["questions"]:
+        console.print(
+            f"  question [bold]{escape(question['fact'])}[/]: {escape(question['question'])}"
+            f"  [dim]{escape(question['text'])}[/]",
+            highlight=False,
+        )
 
 
 def judge(
@@ -219,11 +284,24 @@ def judge(
     index: int | None = typer.Option(
         None, "--index", help="Which case of a --case file holding several (from 0)."
     ),
-    method: str = typer.Option(
-        "bm25-content",
+    method: str | None = typer.Option(
+        None,
         "--method",
         "-m",
-        help="A judging method (privacy-ci methods lists them).",
+        help="A judging method (privacy-ci methods lists them). Default: ci-reasoner"
+        " (model-free) when no model is configured, else bm25-content; --retriever, --k,"
+        " --reference-chars, --constrain or --cross-check also choose bm25-content.",
+    ),
+    facts_file: Path | None = typer.Option(
+        None,
+        "--facts",
+        help="A JSON or YAML file of facts of the disclosure (fact -> value; privacy-ci facts"
+        " schema lists them): the ci-reasoner takes them as given and reads only the rest.",
+    ),
+    fact: list[str] | None = typer.Option(
+        None,
+        "--fact",
+        help="One fact as KEY=VALUE (repeatable; wins over --facts), e.g. authorization=absent.",
     ),
     provider: str | None = ProviderOpt,
     model: str | None = ModelOpt,
@@ -273,6 +351,16 @@ def judge(
         from privacy_ci.judging import Event, JudgeConfig, build_method
         from privacy_ci.llm import load_llm_config, make_client
 
+        overrides = llm_overrides(
+            provider, model, base_url, temperature, max_tokens, None, None, no_cache
+        )
+        if method is None:
+            model_options = (retriever, k, reference_chars, constrain)
+            method = default_method(
+                overrides,
+                config_file,
+                cross_check or any(o is not None for o in model_options),
+            )
         spec = method_spec(method, retriever)
         if index is not None and case is None:
             raise PrivacyCIError("--index picks a case of a --case file; give --case too")
@@ -308,10 +396,12 @@ def judge(
             changes["kb"] = str(kb_dir)
             changes["regulation"] = str(read_kb_manifest(kb_dir).get("regulation"))
         judge_config = JudgeConfig(**{n: v for n, v in changes.items() if v is not None})
-        config = load_llm_config(
-            llm_overrides(provider, model, base_url, temperature, max_tokens, None, None, no_cache),
-            config_file,
-        )
+        stated = given_event_facts(judge_config.regulation, facts_file, fact)
+        if stated is not None:
+            from dataclasses import replace
+
+            event = replace(event, facts=stated)
+        config = load_llm_config(overrides, config_file)
         settings = config.generation_settings()
 
         def note_retry(attempt: int, error: Exception, delay: float) -> None:
@@ -335,6 +425,7 @@ def judge(
                 if client is not None:
                     await client.aclose()
 
+        loaded = _load_reasoner(pipeline, event) if method == "ci-reasoner" else None
         start = time.perf_counter()
         judgment = asyncio.run(run())
         elapsed = time.perf_counter() - start
@@ -343,7 +434,12 @@ def judge(
             kb = pipeline.context.kb
             payload = {
                 **judgment.as_dict(),
-                "event": {"id": event.id, "text": event.text, "flow": event.flow.as_dict()},
+                "event": {
+                    "id": event.id,
+                    "text": event.text,
+                    "flow": event.flow.as_dict(),
+                    "facts": dict(event.facts),
+                },
                 "regulations": [
                     {
                         "id": node_id,
@@ -360,6 +456,7 @@ def judge(
                     "reference_chars": judge_config.reference_chars,
                 },
                 "elapsed_s": round(elapsed, 4),
+                "load_s": None if loaded is None else round(loaded, 4),
                 "usage": client.usage.as_dict() if client is not None else None,
             }
             reasoning = next((st.parsed for st in judgment.steps if st.name == "reason"), None)
@@ -369,9 +466,9 @@ def judge(
                 payload["cross_check"] = checked.as_dict()
             print_json(payload)
         else:
-            _render(judgment, pipeline, elapsed)
+            _render(judgment, pipeline, elapsed, loaded)
             if checked is not None:
-                _render_cross_check(checked)
+                _render_cross_check(checked, _fact_schema(pipeline))
         if judgment.error:
             raise typer.Exit(1)
 

@@ -12,7 +12,6 @@ from privacy_ci.cli._common import console, escape, print_json, user_errors
 
 if TYPE_CHECKING:
     from privacy_ci.knowledge import KnowledgeBase
-    from privacy_ci.reasoning import Catalogue, Cues, Ground, NormEntry
 
 app = typer.Typer(
     help="Privacy Checklist knowledge base: trees, norms, graphs, definitions.",
@@ -519,152 +518,82 @@ def _paragraph_under(paragraph: str, prefix: str) -> bool:
     return paragraph == prefix or (paragraph.startswith(prefix) and paragraph[len(prefix)] == "(")
 
 
-def _catalogue_matches(catalogue: Catalogue, item: str) -> tuple[list[NormEntry], list[Ground]]:
-    """The entries and grounds an entry id, a condition id, a ground id or a paragraph names."""
-    wanted = item.strip()
-    entries = [n for n in catalogue.norms if n.id.casefold() == wanted.casefold()]
-    if not entries:
-        entries = [n for n in catalogue.norms if any(c.id == wanted for c in n.conditions)]
-    grounds = [g for g in catalogue.applicability.grounds if g.id == wanted]
-    if entries or grounds:
-        return entries, grounds
-    entries = [
-        n
-        for n in catalogue.norms
-        if _paragraph_under(n.paragraph, wanted)
-        or any(_paragraph_under(c.paragraph, wanted) for c in n.conditions)
-    ]
-    grounds = [g for g in catalogue.applicability.grounds if _paragraph_under(g.paragraph, wanted)]
-    return entries, grounds
-
-
-def _print_cues(cues: Cues, indent: str) -> None:
-    for label, phrases in (("met", cues.met), ("not met", cues.not_met)):
-        if phrases:
-            console.print(f"{indent}{label}: " + "; ".join(phrases), markup=False, highlight=False)
-
-
-def _print_entry(entry: NormEntry) -> None:
-    head = f"{entry.effect.value}, requires {entry.requires}, {entry.paragraph}"
-    console.print(f"[bold]{escape(entry.id)}[/] ({escape(head)})", highlight=False)
-    console.print(f"  {entry.title}", markup=False, highlight=False)
-    pattern = entry.pattern.model_dump()
-    parts = [f"{key}={', '.join(values)}" for key, values in pattern.items() if values]
-    console.print("  pattern: " + ("; ".join(parts) or "any flow"), markup=False, highlight=False)
-    if not entry.conditions:
-        console.print("  no conditions: the pattern alone decides", markup=False)
-    for cond in entry.conditions:
-        console.print(f"  - {cond.id} ({cond.paragraph})", markup=False, highlight=False)
-        console.print(f"    {cond.question}", markup=False, highlight=False)
-        _print_cues(cond.cues, "    ")
-
-
-def _print_ground(ground: Ground) -> None:
-    console.print(
-        f"[bold]{escape(ground.id)}[/] (not applicable, {escape(ground.paragraph)})",
-        highlight=False,
-    )
-    console.print(f"  {ground.question}", markup=False, highlight=False)
-    _print_cues(ground.cues, "  ")
+def _rule_dict(rule: Any, schema: Any) -> dict[str, Any]:
+    return {
+        **rule.as_dict(),
+        "order": rule.order,
+        "when": rule.when.describe(schema) if rule.when.parts or rule.when.kind == "fact" else "",
+        "unless": None if rule.unless is None else rule.unless.describe(schema),
+        "facts": list(rule.facts()),
+    }
 
 
 @app.command("conditions")
 def conditions(
     item: str | None = typer.Argument(
         None,
-        help="An entry id, a condition or ground id, or a paragraph prefix, e.g. 164.512(e). "
-        "Without it: every entry and the grounds of non-applicability.",
+        help="A rule id, or a paragraph prefix, e.g. 164.512(e). Without it: every rule, in"
+        " the order the law applies them.",
     ),
     regulation: str = RegOpt,
-    kb_dir: Path | None = KbDirOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """The condition catalogue the model-free reasoner checks narratives against."""
+    """The law the model-free ci-reasoner applies: the regulation's rules over the facts
+    of a disclosure, in precedence order (not applicable, prohibitions, required
+    disclosures, permissions, then the default), each with the facts it needs and what
+    lifts it. The facts themselves: privacy-ci facts schema."""
     with user_errors():
         from privacy_ci.errors import PrivacyCIError
-        from privacy_ci.reasoning import load_catalogue
+        from privacy_ci.reasoning import load_law
 
-        kb = _kb(regulation, kb_dir=kb_dir)
-        catalogue = load_catalogue(kb.regulation, kb)
-        if item is None:
-            _list_catalogue(catalogue, as_json)
-            return
-        entries, grounds = _catalogue_matches(catalogue, item)
-        if not entries and not grounds:
-            raise PrivacyCIError(
-                f"{catalogue.regulation}: no catalogue entry, condition, ground or paragraph"
-                f" matches {item!r} (`privacy-ci kb conditions` lists them)"
-            )
+        book = load_law(regulation)
+        rules = [*book.rules, book.default]
+        if item is not None:
+            wanted = item.strip()
+            rules = [r for r in rules if r.id.casefold() == wanted.casefold()] or [
+                r for r in rules if _paragraph_under(r.paragraph, wanted)
+            ]
+            if not rules:
+                raise PrivacyCIError(
+                    f"{book.regulation}: no rule or paragraph matches {item!r}"
+                    " (`privacy-ci kb conditions` lists them)"
+                )
         if as_json:
             print_json(
                 {
-                    "regulation": catalogue.regulation,
-                    "query": item,
-                    "norms": [e.model_dump(mode="json") for e in entries],
-                    "grounds": [g.model_dump(mode="json") for g in grounds],
+                    "regulation": book.regulation,
+                    "law": book.version_id,
+                    "facts": book.schema.version_id,
+                    "rules": [_rule_dict(r, book.schema) for r in rules],
                 }
             )
             return
-        for entry in entries:
-            _print_entry(entry)
-        for ground in grounds:
-            _print_ground(ground)
+        if item is None:
+            from rich.table import Table
 
-
-def _list_catalogue(catalogue: Catalogue, as_json: bool) -> None:
-    app_ = catalogue.applicability
-    if as_json:
-        print_json(
-            {
-                "regulation": catalogue.regulation,
-                "version": catalogue.version,
-                "applicability": app_.model_dump(mode="json"),
-                "norms": [
-                    {
-                        "id": n.id,
-                        "effect": n.effect.value,
-                        "paragraph": n.paragraph,
-                        "title": n.title,
-                        "requires": n.requires,
-                        "conditions": len(n.conditions),
-                    }
-                    for n in catalogue.norms
-                ],
-            }
-        )
-        return
-    from rich.table import Table
-
-    t = Table(
-        title=f"{catalogue.regulation} condition catalogue (version {catalogue.version}):"
-        f" {len(catalogue.norms)} entries, {len(catalogue.conditions())} conditions",
-        title_justify="left",
-    )
-    # ids and paragraphs are what a reader copies into the next command: never cut
-    t.add_column("id", no_wrap=True, overflow="fold")
-    t.add_column("effect")
-    t.add_column("paragraph", no_wrap=True, overflow="fold")
-    t.add_column("title", ratio=1)
-    t.add_column("conditions", justify="right")
-    for n in catalogue.norms:
-        t.add_row(
-            escape(n.id),
-            n.effect.value,
-            escape(n.paragraph),
-            escape(n.title),
-            str(len(n.conditions)),
-        )
-    console.print(t)
-    console.print(
-        f"[bold]Applies[/] ({escape(app_.paragraph)}): senders "
-        + escape(", ".join(app_.senders) or "any")
-        + "; information "
-        + escape(", ".join(app_.information) or "any"),
-        highlight=False,
-    )
-    console.print("[bold]Not applicable when[/]", highlight=False)
-    for g in app_.grounds:
-        console.print(f"  {g.id} ({g.paragraph}): {g.question}", markup=False, highlight=False)
+            t = Table(
+                title=f"{book.regulation} law ({book.version_id}): {len(book.rules)} rules and"
+                " the default, in the order they are applied",
+                title_justify="left",
+            )
+            # ids and paragraphs are what a reader copies into the next command: never cut
+            t.add_column("id", no_wrap=True, overflow="fold")
+            t.add_column("effect")
+            t.add_column("paragraph", no_wrap=True, overflow="fold")
+            t.add_column("title", ratio=1)
+            for r in rules:
+                t.add_row(escape(r.id), r.effect.value, escape(r.paragraph), escape(r.title))
+            console.print(t)
+            return
+        for r in rules:
+            d = _rule_dict(r, book.schema)
+            total = len(book.rules) + 1
+            head = f"{r.effect.value}, {r.paragraph}, tried {r.order + 1} of {total}"
+            console.print(f"[bold]{escape(r.id)}[/] ({escape(head)})", highlight=False)
+            console.print(f"  {r.title}", markup=False, highlight=False)
+            console.print(f"  when: {d['when'] or 'no permission applies'}", markup=False)
+            if d["unless"]:
+                console.print(f"  unless: {d['unless']}", markup=False)
 
 
 # `kb build` and `kb compare` live in their own module, registered on this app

@@ -9,12 +9,14 @@ import typer
 
 from privacy_ci import __version__
 from privacy_ci.cli import (
+    ask,
     audit,
     conductor,
     corpus,
     data,
     demo,
     evaluate,
+    facts,
     judge,
     kb,
     label,
@@ -50,6 +52,8 @@ app.command(name="demo")(demo.demo)
 app.command(name="retrieve")(retrieval.retrieve_command)
 app.add_typer(retrieval.app, name="retrieval")
 app.command(name="judge")(judge.judge)
+app.add_typer(facts.app, name="facts")
+app.command(name="ask")(ask.ask)
 app.command(name="methods")(judge.methods_command)
 app.command(name="eval")(evaluate.eval_command)
 app.command(name="report")(evaluate.report_command)

@@ -4,8 +4,11 @@
   `confusion_matrix`, `wilson_interval`, `bootstrap_interval`, `mcnemar`,
   `binary_compliance`, `applicability`): pure functions over
   ``(gold, predicted | None)`` pairs; an unparsed prediction is always wrong.
-* Baselines (`majority_baseline`, `health_rule_baseline`, `baseline_scores`):
-  model-free predictors computed on the same cases as every run.
+* Baselines (`majority_baseline`, `health_rule_baseline`, `always_permit_baseline`,
+  `baseline_scores`): model-free predictors computed on the same cases as every run.
+* Cases with gold facts and pair ids (`gold_fact_metrics`, `law_from_gold`,
+  `reading_scores`, `record_facts`, `pair_scores`): the law from gold facts,
+  reading accuracy per fact, pair accuracy and flip rate.
 * Runs (`run_eval`, `run_eval_sync`): judge a dataset with a `Method`,
   concurrently, one fsynced JSONL record per case, a manifest of everything
   that identifies the run, resume after a kill, ``metrics.json`` at the end.
@@ -21,6 +24,7 @@ from privacy_ci.evaluation._baselines import (
     HEALTH_INFORMATION,
     HEALTH_TERMS,
     Baseline,
+    always_permit_baseline,
     baseline_scores,
     compute_baselines,
     health_rule_baseline,
@@ -32,6 +36,13 @@ from privacy_ci.evaluation._cross_check import (
     CROSS_CHECK_ROWS,
     cross_check_metrics,
 )
+from privacy_ci.evaluation._gold_facts import (
+    gold_fact_metrics,
+    law_from_gold,
+    pair_groups,
+    reading_scores,
+    record_facts,
+)
 from privacy_ci.evaluation._metrics import (
     APPLICABILITY_CLASSES,
     COMPLIANCE_CLASSES,
@@ -42,6 +53,7 @@ from privacy_ci.evaluation._metrics import (
     Interval,
     McNemarResult,
     Pair,
+    PairScores,
     RunScores,
     Scores,
     accuracy,
@@ -51,7 +63,9 @@ from privacy_ci.evaluation._metrics import (
     confusion_matrix,
     macro_f1,
     mcnemar,
+    pair_scores,
     per_class,
+    proportion_bootstrap,
     score,
     score_run,
     wilson_interval,
@@ -97,6 +111,7 @@ __all__ = [
     "Interval",
     "McNemarResult",
     "Pair",
+    "PairScores",
     "Report",
     "RunData",
     "RunMismatch",
@@ -104,6 +119,7 @@ __all__ = [
     "RunScores",
     "Scores",
     "accuracy",
+    "always_permit_baseline",
     "applicability",
     "baseline_scores",
     "binary_compliance",
@@ -114,15 +130,22 @@ __all__ = [
     "compute_metrics",
     "confusion_matrix",
     "cross_check_metrics",
+    "gold_fact_metrics",
     "health_rule_baseline",
     "is_health_information",
     "is_test_double",
+    "law_from_gold",
     "load_run",
     "macro_f1",
     "majority_baseline",
     "mcnemar",
+    "pair_groups",
+    "pair_scores",
     "per_class",
+    "proportion_bootstrap",
     "read_records",
+    "reading_scores",
+    "record_facts",
     "run_eval",
     "run_eval_sync",
     "score",

@@ -1,4 +1,5 @@
-"""Model-free baselines printed beside every model: majority class and a health-information rule.
+"""Model-free baselines printed beside every model: majority class, a health-information
+rule, and (for cases with gold facts or pair ids) always Permit.
 
 Both are computed from the cases they are compared on (never hard-coded), so a
 run on a sample is compared with baselines on the same sample.
@@ -12,6 +13,11 @@ run on a sample is compared with baselines on the same sample.
   otherwise (also when the field is missing). It never predicts ``prohibit``, so
   its prohibit recall is 0 by construction: it measures how much of the accuracy
   a model could earn from applicability alone.
+* ``always-permit``: predicts ``permit`` for every case, the answer of a judge that
+  reads nothing. The facts-then-law judge's targets are stated against it; runs add
+  it on cases that carry gold facts or pair ids (`compute_baselines` with
+  ``always_permit=True``), so that the recorded metrics of the GoldCoin runs keep
+  their two baselines.
 
 What "health information" matches (`is_health_information`): a case-insensitive,
 whole-word match of any of `HEALTH_TERMS` in the information type. The terms
@@ -46,6 +52,7 @@ __all__ = [
     "HEALTH_INFORMATION",
     "HEALTH_TERMS",
     "Baseline",
+    "always_permit_baseline",
     "baseline_scores",
     "compute_baselines",
     "health_rule_baseline",
@@ -161,34 +168,62 @@ def health_rule_baseline(cases: Sequence[Case]) -> Baseline:
     )
 
 
-def compute_baselines(cases: Sequence[Case], protocol: Protocol) -> list[Baseline]:
-    """Both baselines on `cases`.
+def always_permit_baseline(cases: Sequence[Case]) -> Baseline:
+    """Permit for every case.
+
+    Args:
+        cases: the scored cases.
+
+    Returns:
+        The baseline.
+    """
+    return Baseline(
+        "always-permit",
+        "always permit (a judge that reads nothing)",
+        {c.id: Verdict.PERMIT for c in cases},
+    )
+
+
+def compute_baselines(
+    cases: Sequence[Case], protocol: Protocol, *, always_permit: bool = False
+) -> list[Baseline]:
+    """The baselines on `cases`.
 
     Args:
         cases: the scored cases.
         protocol: their protocol.
+        always_permit: add the always-permit baseline.
 
     Returns:
-        ``[majority, health-rule]``.
+        ``[majority, health-rule]``, then ``always-permit`` when asked for.
     """
-    return [majority_baseline(cases, protocol), health_rule_baseline(cases)]
+    out = [majority_baseline(cases, protocol), health_rule_baseline(cases)]
+    if always_permit:
+        out.append(always_permit_baseline(cases))
+    return out
 
 
 def baseline_scores(
-    cases: Sequence[Case], protocol: Protocol, *, bootstrap: int = 1000, seed: int = 0
+    cases: Sequence[Case],
+    protocol: Protocol,
+    *,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    always_permit: bool = False,
 ) -> dict[str, dict[str, Any]]:
-    """Score both baselines exactly as a run on `cases` is scored.
+    """Score the baselines exactly as a run on `cases` is scored.
 
     Args:
         cases: the scored cases.
         protocol: their protocol (its task decides the scores).
         bootstrap / seed: macro-F1 bootstrap settings (as for runs).
+        always_permit: add the always-permit baseline.
 
     Returns:
         name -> ``{"description": ..., "scores": RunScores.as_dict()}``.
     """
     out: dict[str, dict[str, Any]] = {}
-    for baseline in compute_baselines(cases, protocol):
+    for baseline in compute_baselines(cases, protocol, always_permit=always_permit):
         scores: RunScores = score_run(
             baseline.pairs(cases), protocol.task.value, bootstrap=bootstrap, seed=seed
         )

@@ -18,7 +18,12 @@ Conventions, fixed here so numbers stay comparable:
 * intervals are 95 %: Wilson score for proportions (accuracy), percentile
   bootstrap over cases with a fixed seed for macro-F1;
 * McNemar's test pairs two runs case by case: ``b`` = cases only run A got right,
-  ``c`` = cases only run B got right.
+  ``c`` = cases only run B got right;
+* minimal pairs (`pair_scores`): cases that share a pair id differ in the one fact
+  that decides them. *Pair accuracy* is the share of pairs whose every member is
+  right; the *flip rate* the share of pairs whose members got different verdicts
+  (an unparsed member never counts as a flip). Both are scored over complete
+  pairs only, with percentile bootstrap intervals resampling pairs (seed fixed).
 
 Table 4 of the Privacy Checklist paper ("binary compliance, Permit vs Forbid")
 prints exactly the permit and prohibit columns of Table 3, which were computed
@@ -50,6 +55,7 @@ __all__ = [
     "Interval",
     "McNemarResult",
     "Pair",
+    "PairScores",
     "RunScores",
     "Scores",
     "accuracy",
@@ -59,7 +65,9 @@ __all__ = [
     "confusion_matrix",
     "macro_f1",
     "mcnemar",
+    "pair_scores",
     "per_class",
+    "proportion_bootstrap",
     "score",
     "score_run",
     "wilson_interval",
@@ -648,6 +656,127 @@ def score_run(
             compliance=binary_compliance(pairs, **kw) if has_applicable else None,
         )
     raise ValueError(f"unknown task {task!r}")
+
+
+# ---------------------------------------------------------------------------------
+# minimal pairs
+# ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PairScores:
+    """Pair accuracy and flip rate over minimal pairs (see the module notes).
+
+    Args:
+        pairs: complete pairs scored (every member judged).
+        incomplete: pair ids with a member missing from the scored cases (a sample,
+            an unfinished run), not scored.
+        both_right: pairs whose every member is right.
+        flipped: pairs whose members got different verdicts (all parsed).
+        pair_accuracy: both_right / pairs (0.0 for no pairs).
+        pair_accuracy_ci: its bootstrap interval (None when not computed).
+        flip_rate: flipped / pairs (0.0 for no pairs).
+        flip_rate_ci: its bootstrap interval (None when not computed).
+    """
+
+    pairs: int
+    incomplete: int
+    both_right: int
+    flipped: int
+    pair_accuracy: float
+    pair_accuracy_ci: Interval | None
+    flip_rate: float
+    flip_rate_ci: Interval | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "pairs": self.pairs,
+            "incomplete": self.incomplete,
+            "both_right": self.both_right,
+            "flipped": self.flipped,
+            "pair_accuracy": round(self.pair_accuracy, 6),
+            "pair_accuracy_ci": None
+            if self.pair_accuracy_ci is None
+            else self.pair_accuracy_ci.as_dict(),
+            "flip_rate": round(self.flip_rate, 6),
+            "flip_rate_ci": None if self.flip_rate_ci is None else self.flip_rate_ci.as_dict(),
+        }
+
+
+def proportion_bootstrap(
+    hits: Sequence[bool],
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> Interval:
+    """Percentile bootstrap interval of a share, resampling the items.
+
+    Args:
+        hits: one boolean per item (a pair right, a pair flipped).
+        resamples / seed / level: as in `bootstrap_interval`.
+
+    Returns:
+        The interval (a point interval at 0 for no items).
+    """
+    _z(level)
+    method = f"bootstrap percentile, {resamples} resamples, seed {seed}"
+    if not hits:
+        return Interval(0.0, 0.0, level, method)
+    if resamples < 1:
+        raise ValueError("resamples must be at least 1")
+    values = np.array([1.0 if h else 0.0 for h in hits], dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(values), size=(resamples, len(values)))
+    means = values[idx].mean(axis=1)
+    alpha = (1 - level) / 2
+    low, high = np.quantile(means, [alpha, 1 - alpha])
+    return Interval(float(low), float(high), level, method)
+
+
+def pair_scores(
+    groups: Sequence[Sequence[Pair]],
+    *,
+    incomplete: int = 0,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> PairScores:
+    """Pair accuracy and flip rate of complete minimal pairs.
+
+    Args:
+        groups: per pair, its members' (gold, predicted or None), at least two each
+            (a group of one is not a pair and is counted as incomplete). A group of
+            three or more is scored as one: right when every member is, a flip when
+            its parsed verdicts are not all the same.
+        incomplete: pairs already left out by the caller (a member not judged).
+        bootstrap / seed / level: resamples of the intervals (0: no intervals).
+
+    Returns:
+        The `PairScores`.
+    """
+    complete = [list(g) for g in groups if len(g) >= 2]
+    incomplete += len(groups) - len(complete)
+    right = [all(p is not None and p == g for g, p in members) for members in complete]
+    flipped = [
+        all(p is not None for _, p in members) and len({p for _, p in members}) > 1
+        for members in complete
+    ]
+    n = len(complete)
+
+    def ci(hits: list[bool]) -> Interval | None:
+        if not bootstrap:
+            return None
+        return proportion_bootstrap(hits, resamples=bootstrap, seed=seed, level=level)
+
+    return PairScores(
+        pairs=n,
+        incomplete=incomplete,
+        both_right=sum(right),
+        flipped=sum(flipped),
+        pair_accuracy=sum(right) / n if n else 0.0,
+        pair_accuracy_ci=ci(right),
+        flip_rate=sum(flipped) / n if n else 0.0,
+        flip_rate_ci=ci(flipped),
+    )
 
 
 # ---------------------------------------------------------------------------------

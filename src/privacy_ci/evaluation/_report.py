@@ -12,9 +12,12 @@ resource). Tables, per dataset:
 * a confusion matrix per run (with the unparsed column);
 * McNemar's test between every two runs on the same cases;
 * tokens, latency and cost per run;
+* on cases with gold facts: the law from gold facts, reading accuracy per fact and
+  end-to-end accuracy beside the baselines'; on minimal pairs: pair accuracy and flip
+  rate beside the baselines';
 * for a run made with ``--cross-check``: the agreement table of its verdicts with
-  the ci-reasoner's and the cases the cross-check flagged (with their conditions
-  and evidence);
+  the ci-reasoner's and the cases the cross-check flagged (with the deciding rule,
+  the facts it used and their quotes, the near misses and the questions);
 * a per-class F1 bar plot (matplotlib, Agg backend).
 
 The HTML opens on the headline: per run accuracy and macro-F1 with intervals and
@@ -104,6 +107,7 @@ TEST_DOUBLE_MARK = "⚠ TEST DOUBLE (scripted-test-double), not model accuracy"
 BASELINE_LABELS = {
     "majority": "baseline: majority class (model-free)",
     "health-rule": "baseline: health-information rule (model-free)",
+    "always-permit": "baseline: always Permit (model-free)",
 }
 
 
@@ -534,7 +538,8 @@ def _accuracy_table(group: tuple[str, str, str, str], runs: list[RunData]) -> Ta
                 if r.method == m and base is not None:
                     values.append(_acc_cell(base["scores"]["main"]))
             row.append(" / ".join(dict.fromkeys(values)) if values else "")
-        rows.append(row)
+        if any(row[1:]):  # (always-permit: only runs on cases with gold facts or pairs)
+            rows.append(row)
     n = runs[0].metrics["scores"]["main"]["n"]
     notes = [
         "Accuracy in % with 95% Wilson intervals; unparsed answers count as wrong. "
@@ -648,6 +653,166 @@ def _compliance_table(group: tuple[str, str, str, str], runs: list[RunData]) -> 
     )
 
 
+def _fact_accuracy_cell(block: Mapping[str, Any]) -> str:
+    """An `end_to_end` block: accuracy [interval] (right/n)."""
+    n = block.get("n")
+    return _with_interval(
+        block.get("accuracy") if n else None, block.get("accuracy_ci"), digits_for(n)
+    ) + (f" ({block.get('correct')}/{n})" if n else "")
+
+
+def _pair_cell(block: Mapping[str, Any], key: str) -> str:
+    n = block.get("pairs")
+    return _with_interval(block.get(key) if n else None, block.get(f"{key}_ci"), digits_for(n))
+
+
+def _fact_tables(group: tuple[str, str, str, str], runs: list[RunData]) -> list[Table]:
+    """Law from gold facts, reading per fact and minimal pairs, for runs that have them."""
+    tables: list[Table] = []
+    n = runs[0].metrics["scores"]["main"]["n"]
+    ordered = _sorted(runs)
+    with_facts = [r for r in ordered if isinstance(r.metrics.get("gold_facts"), dict)]
+    if with_facts:
+        rows = []
+        for r in with_facts:
+            block = r.metrics["gold_facts"]
+            law = block.get("law_from_gold") or {}
+            reading = block.get("reading")
+            law_cell = (
+                str(law.get("error"))
+                if law.get("error")
+                else _with_interval(
+                    law.get("accuracy"), law.get("accuracy_ci"), digits_for(law.get("n"))
+                )
+                + f" ({law.get('correct')}/{law.get('n')})"
+            )
+            if isinstance(reading, dict):
+                overall = reading["overall"]
+                read_cell = _with_interval(
+                    overall["accuracy"], overall.get("accuracy_ci"), digits_for(overall["gold"])
+                ) + (f" ({overall['right']}/{overall['gold']})")
+                all_right = f"{reading['all_right_cases']}/{reading['cases']}"
+            else:
+                read_cell, all_right = "not recorded by the method", "—"
+            end_block = block.get("end_to_end")
+            end = (  # (runs before end_to_end was recorded: the run's accuracy)
+                _fact_accuracy_cell(end_block)
+                if isinstance(end_block, dict)
+                else _acc_cell(r.metrics["scores"]["main"])
+            )
+            rows.append([_row_label(r), law_cell, read_cell, all_right, end])
+        shown: set[str] = set()
+        for r in with_facts:  # the baselines on the same cases: end to end only
+            for name, base in (r.metrics["gold_facts"].get("baselines") or {}).items():
+                cells = [
+                    BASELINE_LABELS.get(name, f"baseline: {name}"),
+                    "—",
+                    "—",
+                    "—",
+                    _fact_accuracy_cell(base),
+                ]
+                if json.dumps(cells) not in shown:
+                    shown.add(json.dumps(cells))
+                    rows.append(cells)
+        tables.append(
+            Table(
+                f"Facts, then law, {_dataset_title(group, n)}",
+                [
+                    "method · backend",
+                    "law from gold facts",
+                    "facts read right",
+                    "cases with every fact right",
+                    "end to end",
+                ],
+                rows,
+                [
+                    "In %, with 95% Wilson intervals, over the cases with gold facts. Law "
+                    "from gold facts: the law book applied to each case's gold facts (the "
+                    "same for every run). Facts read right: the method's final fact values "
+                    "against the gold facts, over the facts present in the gold (a fact it "
+                    "has no value for is wrong). End to end: the run's verdicts, beside the "
+                    "model-free baselines' on the same cases."
+                ],
+            )
+        )
+        facts: list[str] = []
+        for r in with_facts:
+            reading = r.metrics["gold_facts"].get("reading")
+            if isinstance(reading, dict):
+                facts += [f for f in reading["facts"] if f not in facts]
+        readers = [
+            r for r in with_facts if isinstance(r.metrics["gold_facts"].get("reading"), dict)
+        ]
+        if readers:
+            header = ["fact", *(_row_label(r) for r in readers)]
+            rows = []
+            for fact in facts:
+                row = [fact]
+                for r in readers:
+                    t = r.metrics["gold_facts"]["reading"]["facts"].get(fact)
+                    row.append(
+                        "—"
+                        if t is None
+                        else f"{pct(t['accuracy'], digits_for(t['gold']))} ({t['right']} "
+                        f"right, {t['wrong']} wrong, {t['missing']} missing of {t['gold']})"
+                    )
+                rows.append(row)
+            tables.append(
+                Table(
+                    f"Reading per fact, {_dataset_title(group, n)}",
+                    header,
+                    rows,
+                    [
+                        "Per fact present in the gold: right (same value), wrong (another "
+                        "value), missing (no value: unread, or left to a presumption)."
+                    ],
+                )
+            )
+    with_pairs = [r for r in ordered if isinstance(r.metrics.get("pairs"), dict)]
+    if with_pairs:
+        rows = []
+        for r in with_pairs:
+            block = r.metrics["pairs"]
+            rows.append(
+                [
+                    _row_label(r),
+                    _pair_cell(block, "pair_accuracy"),
+                    _pair_cell(block, "flip_rate"),
+                    str(block["pairs"]),
+                ]
+            )
+        seen: set[str] = set()
+        for r in with_pairs:
+            for name, block in (r.metrics["pairs"].get("baselines") or {}).items():
+                cells = [
+                    BASELINE_LABELS.get(name, f"baseline: {name}"),
+                    _pair_cell(block, "pair_accuracy"),
+                    _pair_cell(block, "flip_rate"),
+                    str(block["pairs"]),
+                ]
+                if json.dumps(cells) not in seen:
+                    seen.add(json.dumps(cells))
+                    rows.append(cells)
+        incomplete = max(int(r.metrics["pairs"].get("incomplete") or 0) for r in with_pairs)
+        notes = [
+            "Pair accuracy: pairs whose every member is right; flip rate: pairs whose "
+            "members got different verdicts (an unparsed member is no flip; cases sharing "
+            "a pair id are one group, however many). In %, with 95% bootstrap intervals "
+            "resampling pairs."
+        ]
+        if incomplete:
+            notes.append(f"{incomplete} pair(s) with a member not judged are not scored.")
+        tables.append(
+            Table(
+                f"Minimal pairs, {_dataset_title(group, n)}",
+                ["method · backend", "pair accuracy", "flip rate", "pairs"],
+                rows,
+                notes,
+            )
+        )
+    return tables
+
+
 def _record_classes(record: Mapping[str, Any]) -> tuple[str, str]:
     """A record's gold class and predicted class (``unparsed`` for no verdict)."""
     gold = record.get("gold_class") or record.get("gold")
@@ -696,23 +861,52 @@ def _cross_check_tables(run: RunData) -> list[Table]:
         [class_title(r), *(str(x) for x in counts)]
         for r, counts in zip(block["rows"], block["counts"], strict=True)
     ]
+    kinds = block.get("flags")
+    by_kind = (
+        " (" + ", ".join(f"{n} {kind}" for kind, n in kinds.items()) + ")"
+        if isinstance(kinds, dict) and block.get("flagged")
+        else ""
+    )
+    # older runs' blocks (the condition catalogue) have an "undetermined" column instead
+    column = (
+        "failed: the reasoner raised an error"
+        if "failed" in block["columns"]
+        else "undetermined: no norm of its catalogue applies"
+    )
     notes = [
         f"Agreement {pct(block.get('agreement'))}% ({block.get('agreed')}/"
-        f"{block.get('compared')} cases); {block.get('flagged')} flagged. Rows: the model's "
-        f"verdict; columns: the {reasoner}'s (undetermined: no norm of its catalogue applies)."
+        f"{block.get('compared')} cases); {block.get('flagged')} flagged{by_kind}. Rows: the "
+        f"model's verdict; columns: the {reasoner}'s, the law on the facts it read ({column})."
     ]
+    if block.get("on_presumptions"):
+        notes.append(
+            f"The law's verdict rests on presumptions (facts not stated) in "
+            f"{block['on_presumptions']} case(s)."
+        )
     if block.get("reasoner_errors"):
         notes.append(f"The reasoner failed on {block['reasoner_errors']} case(s).")
     title = f"Cross-check with the {reasoner}: {run.method} on {run.dataset} · {backend_label(run)}"
     tables = [Table(title, header, rows, notes)]
     flagged = [r for r in run.records if (r.get("cross_check") or {}).get("flagged")]
     if flagged:
-        fheader = ["case", "gold", "model", reasoner, "flag", "norm", "conditions (evidence)"]
+        fheader = [
+            "case",
+            "gold",
+            "model",
+            reasoner,
+            "flag",
+            "deciding rule",
+            "facts the rule used (source: quote)",
+            "what would change it",
+        ]
         frows = [_flag_row(r) for r in flagged]
         fnotes = [
-            "permit-unsupported: the model permits but the conditions of the permission "
-            "it rests on are unstated or contradicted; prohibit-despite-permission: the "
-            "model prohibits but every condition of an applicable permission is met."
+            "permit-unsupported: the model permits, but on the facts read the law "
+            "prohibits (a prohibition, or no permission applies); prohibit-despite-"
+            "permission: the model prohibits, but the law permits or requires the "
+            "disclosure. A presumed fact was not stated. What would change it: the "
+            "permissions that fail on one fact (near misses) and, for a verdict on "
+            "presumptions, the questions whose answers decide it."
         ]
         tables.append(
             Table(f"Flagged cases: {run.method} · {backend_label(run)}", fheader, frows, fnotes)
@@ -720,23 +914,67 @@ def _cross_check_tables(run: RunData) -> list[Table]:
     return tables
 
 
+def _flag_fact(name: str, fact: Any) -> str:
+    """``name = value (source: "quote")`` of a flag's fact (`FactValue.as_dict`)."""
+    if not isinstance(fact, Mapping):
+        return f"{name} = {fact}"
+    source = str(fact.get("source") or "given")
+    quote = f': "{fact["quote"]}"' if fact.get("quote") else ""
+    return f"{name} = {fact.get('value')} ({source}{quote})"
+
+
+def _flag_changes(flag: Mapping[str, Any]) -> str:
+    """A flag's near misses and questions, in words."""
+    parts = []
+    for miss in flag.get("near_misses") or []:
+        if not isinstance(miss, Mapping):
+            continue
+        fails = "; ".join(
+            f"{f.get('fact')} is {f.get('value') or 'unknown'}, needs "
+            + " or ".join(str(x) for x in f.get("needs") or [])
+            for f in miss.get("failing") or []
+            if isinstance(f, Mapping)
+        )
+        parts.append(f"near miss {miss.get('rule')} ({miss.get('paragraph')}): {fails}")
+    for question in flag.get("questions") or []:
+        if isinstance(question, Mapping):
+            parts.append(f"{question.get('question')} ({question.get('text')})")
+    return " | ".join(parts)
+
+
 def _flag_row(record: dict[str, Any]) -> list[str]:
     check = record["cross_check"]
     flag = check.get("flag") or {}
-    norm = flag.get("norm") or {}
-    conditions = []
-    for cond in flag.get("conditions") or []:
-        evidence = cond.get("evidence") or []
-        quote = f' "{evidence[0].get("quote")}"' if evidence else ""
-        conditions.append(f"{cond.get('id')}: {cond.get('status')}{quote}")
+    rule = flag.get("rule")
+    if isinstance(rule, Mapping):  # the facts-then-law cross-check
+        deciding = f"{rule.get('id')} ({rule.get('paragraph')})"
+        facts = "; ".join(_flag_fact(str(k), v) for k, v in (flag.get("facts") or {}).items())
+        changes = _flag_changes(flag)
+    else:  # older runs: the condition catalogue's norm and conditions
+        norm = flag.get("norm") or {}
+        deciding = f"{norm.get('id')} ({norm.get('paragraph')})"
+        conditions = []
+        for cond in flag.get("conditions") or []:
+            evidence = cond.get("evidence") or []
+            quote = f' "{evidence[0].get("quote")}"' if evidence else ""
+            conditions.append(f"{cond.get('id')}: {cond.get('status')}{quote}")
+        facts, changes = "; ".join(conditions), ""
+    verdict = check.get("reasoner_verdict")
+    # no verdict: the reasoner failed (older runs: no norm of the catalogue applied)
+    shown = class_title(verdict) if verdict else "failed"
+    if not verdict and "reasoner_determined" not in check:
+        shown = "undetermined"
+    if verdict and not check.get("reasoner_determined", True):
+        shown += " (on presumptions)"
     return [
         str(record.get("case_id")),
         class_title(record.get("gold")),
         class_title(check.get("model_verdict") or "unparsed"),
-        class_title(check.get("reasoner_verdict") or "undetermined"),
+        shown,
         f"{flag.get('kind')}: {flag.get('reason')}",
-        f"{norm.get('id')} ({norm.get('paragraph')})",
-        "; ".join(conditions),
+        deciding,
+        facts,
+        changes,
     ]
 
 
@@ -1201,6 +1439,7 @@ def build_report(
         comp = _compliance_table(group, members)
         if comp is not None:
             section.tables.append(comp)
+        section.tables += _fact_tables(group, members)
         section.tables += [_confusion_table(r, target) for r in _sorted(members)]
         for r in _sorted(members):
             section.tables += _cross_check_tables(r)

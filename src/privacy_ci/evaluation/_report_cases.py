@@ -3,11 +3,18 @@
 Each case row carries ``data-*`` attributes (gold class, any run wrong, runs
 disagree, any run failed or unparsed; per run cell: its verdict, wrong, failed)
 that a few lines of inline JavaScript filter on. The case id is a button that opens
-the row below it: the case text, and for every run its verdict, the ci-reasoner's
-conditions with their quoted evidence where the run has them (its own reasoning,
-checklist-qa's, or a cross-check), then every step: tokens, latency, retrieved ids,
-raw output, parsed result and the prompt. Without JavaScript every detail row is
-simply shown.
+the row below it: the case text, and for every run its verdict, how the
+ci-reasoner decided where the run has it, then every step: tokens, latency,
+retrieved ids, raw output, parsed result and the prompt. Without JavaScript every
+detail row is simply shown.
+
+The ci-reasoner's records come in two shapes. Runs of the facts-then-law judge
+(`privacy_ci.reasoning.FactJudgment.as_dict`: ``facts`` and ``decision``) show
+every fact with its value, source and quote, the deciding rule, the presumptions
+the verdict rests on and the questions that would settle it (`is_fact_judgment`).
+Older runs of the condition-catalogue reasoner (``applicability`` and
+``candidates``) keep showing their norms with conditions and quoted evidence
+(`is_reasoning`), as do checklist-qa records and cross-checks of that shape.
 
 Links elsewhere in the report (a confusion cell, McNemar's b and c, the headline's
 counts) carry their case ids (``a.case-link``, ``data-cases``); following one shows
@@ -31,7 +38,9 @@ __all__ = [
     "DRILLDOWN_SCRIPT",
     "case_drilldown",
     "class_title",
+    "is_fact_judgment",
     "is_failed",
+    "is_reasoning",
     "is_wrong",
     "verdict_text",
 ]
@@ -70,6 +79,9 @@ DRILLDOWN_CSS = (
     ".detail-body h4{margin:.8em 0 .2em}.detail-body h5{margin:.6em 0 .1em}"
     ".detail-body .meta{margin:.1em 0;color:#444;font-size:.9em;overflow-wrap:anywhere}"
     ".detail-body ul{margin:.2em 0;padding-left:1.2em}"
+    ".detail-body table.facts{margin:.2em 0;font-size:.9em}"
+    ".detail-body table.facts td,.detail-body table.facts th{padding:.1em .5em;"
+    "vertical-align:top;text-align:left}"
     ".st-met{color:#1a7f37;font-weight:bold}.st-contradicted,.st-not_met{color:#b3261e;"
     "font-weight:bold}.st-unstated{color:#555;font-weight:bold}"
     ".sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);"
@@ -210,7 +222,8 @@ def _norm_line(norm: Mapping[str, Any]) -> str:
 
 
 def is_reasoning(parsed: Any) -> TypeGuard[dict[str, Any]]:
-    """Whether a step's parsed result is the ci-reasoner's reasoning (`Reasoning.as_dict`)."""
+    """Whether a step's parsed result is the condition-catalogue reasoner's reasoning
+    (`Reasoning.as_dict`, the ci-reasoner's records before the facts-then-law judge)."""
     return isinstance(parsed, dict) and "candidates" in parsed and "applicability" in parsed
 
 
@@ -240,18 +253,156 @@ def _reasoning_html(parsed: Mapping[str, Any]) -> str:
     return f'<div class="reasoning">{"".join(parts)}</div>'
 
 
-def _cross_check_html(check: Mapping[str, Any]) -> str:
+def is_fact_judgment(parsed: Any) -> TypeGuard[dict[str, Any]]:
+    """Whether a step's parsed result is a facts-then-law judgment (`FactJudgment.as_dict`:
+    the facts with their provenance and the law's decision)."""
+    return (
+        isinstance(parsed, dict)
+        and isinstance(parsed.get("facts"), dict)
+        and isinstance(parsed.get("decision"), dict)
+    )
+
+
+def _fact_cells(name: str, fact: Any, used: bool, gold: Mapping[str, Any]) -> str:
+    if not isinstance(fact, Mapping):
+        fact = {"value": fact}
+    value = _e(str(fact.get("value")))
+    if name in gold and gold[name] != fact.get("value"):
+        value += f' <span class="bad">✗ gold: {_e(str(gold[name]))}</span>'
+    elif name in gold:
+        value += ' <span class="ok">✓<span class="sr"> as the gold</span></span>'
+    quote = str(fact.get("quote") or "")
+    where = ""
+    if fact.get("start") is not None and fact.get("end") is not None:
+        where = f" (characters {fact['start']}-{fact['end']})"
+    shown = f"“{_e(quote)}”{_e(where)}" if quote else "—"
+    note = f'<br><span class="meta">{_e(str(fact["note"]))}</span>' if fact.get("note") else ""
+    mark = " <strong>(used)</strong>" if used else ""
+    return (
+        f'<tr><th scope="row">{_e(name)}{mark}</th><td>{value}</td>'
+        f"<td>{_e(str(fact.get('source') or ''))}</td><td>{shown}{note}</td></tr>"
+    )
+
+
+def _fact_judgment_html(parsed: Mapping[str, Any], gold: Mapping[str, Any] | None = None) -> str:
+    gold = gold or {}
+    decision = parsed.get("decision") or {}
+    verdict = decision.get("verdict", parsed.get("verdict"))
+    shown = "undetermined" if verdict is None else class_title(verdict)
+    if not decision.get("determined", parsed.get("determined", True)):
+        shown += " (on presumptions)"
+    parts = [f"<p><strong>ci-reasoner</strong>: {_e(shown)}"]
+    if parsed.get("law"):
+        parts.append(f' <span class="meta">({_e(str(parsed["law"]))})</span>')
+    parts.append("</p>")
+    rule = decision.get("rule")
+    if isinstance(rule, Mapping):
+        parts.append(f"<p>deciding rule: {_norm_line(rule)}</p>")
+    facts = parsed.get("facts") or {}
+    found = decision.get("used")
+    used: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    rows = [_fact_cells(str(k), v, k in used, gold) for k, v in facts.items()]
+    # presumed facts the rule read are not among the facts read: show them too
+    rows += [
+        _fact_cells(str(k), v, True, gold)
+        for k, v in used.items()
+        if k not in facts and isinstance(v, Mapping)
+    ]
+    rows += [  # gold facts it has no value for
+        f'<tr><th scope="row">{_e(str(k))}</th><td>— <span class="bad">✗ gold: '
+        f"{_e(str(v))}</span></td><td>not read</td><td>—</td></tr>"
+        for k, v in gold.items()
+        if k not in facts and k not in used
+    ]
+    if rows:
+        parts.append(_facts_table(rows))
+    else:
+        parts.append('<p class="meta">no facts read or given</p>')
+    presumed = decision.get("presumed")
+    if isinstance(presumed, Mapping) and presumed:
+        shown_presumed = ", ".join(f"{k} = {v}" for k, v in presumed.items())
+        parts.append(f"<p>presumed (not stated): {_e(shown_presumed)}</p>")
+    parts.append(_questions_html(decision.get("questions")))
+    parts.append(_near_misses_html(decision.get("near_misses")))
+    return f'<div class="reasoning">{"".join(parts)}</div>'
+
+
+def _facts_table(rows: list[str]) -> str:
+    return (
+        '<table class="facts"><thead><tr><th scope="col">fact</th><th scope="col">'
+        'value</th><th scope="col">source</th><th scope="col">quote</th></tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _questions_html(questions: Any) -> str:
+    """The questions a verdict on presumptions hinges on (`Question.as_dict`)."""
+    found = [q for q in questions or [] if isinstance(q, Mapping)]
+    if not found:
+        return ""
+    items = "".join(
+        f"<li>{_e(str(q.get('question') or q.get('fact')))} — {_e(str(q.get('text') or ''))}</li>"
+        for q in found
+    )
+    return f"<p>questions that would settle it:</p><ul>{items}</ul>"
+
+
+def _near_misses_html(near_misses: Any) -> str:
+    """Permissions that fail on one fact (`NearMiss.as_dict`), folded."""
+    misses = [m for m in near_misses or [] if isinstance(m, Mapping)]
+    if not misses:
+        return ""
+    items = "".join(
+        f"<li>{_norm_line({**m, 'id': m.get('rule', m.get('id'))})}: "
+        + _e(
+            "; ".join(
+                f"{f.get('fact')} is {f.get('value') or 'unknown'}, needs "
+                + " or ".join(str(x) for x in f.get("needs") or [])
+                for f in m.get("failing") or []
+                if isinstance(f, Mapping)
+            )
+        )
+        + "</li>"
+        for m in misses
+    )
+    return _folded(f"permissions that nearly apply ({len(misses)})", f"<ul>{items}</ul>")
+
+
+def _cross_check_html(check: Mapping[str, Any], gold: Mapping[str, Any] | None = None) -> str:
+    """A record's cross-check (`CrossCheck.as_dict`): the law's verdict on the facts read,
+    and for a flag its deciding rule, the facts it used (against the gold facts, when the
+    case has them), the near misses and the questions. Older runs' flags (the condition
+    catalogue's norm and conditions) keep their shape."""
     reasoner = str(check.get("reasoner") or "ci-reasoner")
     verdict = check.get("reasoner_verdict")
-    shown = "undetermined" if verdict is None else class_title(verdict)
+    new_shape = "reasoner_determined" in check
+    if verdict is None:
+        shown = "nothing: it failed" if new_shape else "undetermined"
+    else:
+        shown = class_title(verdict)
+        if new_shape and not check.get("reasoner_determined"):
+            shown += " (on presumptions)"
     agree = "agrees" if check.get("agree") else "disagrees"
     parts = [f"<p><strong>cross-check</strong>: the {_e(reasoner)} says {_e(shown)} ({agree})"]
     if check.get("error"):
         parts.append(f"; it failed: {_e(str(check['error']))}")
     parts.append("</p>")
     flag = check.get("flag")
-    if isinstance(flag, dict):
-        parts.append(f"<p>flag {_e(str(flag.get('kind')))}: {_e(str(flag.get('reason')))}</p>")
+    if not isinstance(flag, dict):
+        if check.get("reasoner_rule"):
+            parts.append(f'<p class="meta">rule: {_e(str(check["reasoner_rule"]))}</p>')
+        return f'<div class="reasoning">{"".join(parts)}</div>'
+    parts.append(f"<p>flag {_e(str(flag.get('kind')))}: {_e(str(flag.get('reason')))}</p>")
+    rule = flag.get("rule")
+    if isinstance(rule, Mapping):
+        parts.append(f"<p>deciding rule: {_norm_line(rule)}</p>")
+        facts = flag.get("facts")
+        if isinstance(facts, Mapping) and facts:
+            rows = [_fact_cells(str(k), v, False, gold or {}) for k, v in facts.items()]
+            parts.append("<p>facts the rule used:</p>" + _facts_table(rows))
+        parts.append(_questions_html(flag.get("questions")))
+        parts.append(_near_misses_html(flag.get("near_misses")))
+    else:  # older runs: the condition catalogue
         norm = flag.get("norm")
         if isinstance(norm, dict):
             parts.append(f"<p>norm: {_norm_line(norm)}</p>")
@@ -259,7 +410,7 @@ def _cross_check_html(check: Mapping[str, Any]) -> str:
     return f'<div class="reasoning">{"".join(parts)}</div>'
 
 
-def _step_html(step: Mapping[str, Any]) -> str:
+def _step_html(step: Mapping[str, Any], gold: Mapping[str, Any] | None = None) -> str:
     name = str(step.get("name") or "step")
     prompt_name = step.get("prompt_name")
     title = f"step {name} (prompt {prompt_name})" if prompt_name else f"step {name}"
@@ -280,7 +431,9 @@ def _step_html(step: Mapping[str, Any]) -> str:
     if step.get("error"):
         parts.append(f'<p class="meta">error: {_e(str(step["error"]))}</p>')
     parsed = step.get("parsed")
-    if is_reasoning(parsed):
+    if is_fact_judgment(parsed):
+        parts.append(_fact_judgment_html(parsed, gold))
+    elif is_reasoning(parsed):
         parts.append(_reasoning_html(parsed))
     raw = step.get("raw_output")
     if raw or prompt_name:
@@ -380,6 +533,15 @@ def case_drilldown(
             else "<p>The run folders do not store the case text, and its dataset could not "
             "be read; the prompts below contain it.</p>"
         ]
+        gold_facts = next(
+            (r["gold_facts"] for r in present if isinstance(r.get("gold_facts"), dict)), None
+        )
+        if gold_facts is not None:
+            shown_gold = ", ".join(f"{k} = {v}" for k, v in gold_facts.items()) or "none stated"
+            details.append(f'<p class="meta">gold facts: {_e(shown_gold)}</p>')
+        pair = next((r["pair_id"] for r in present if r.get("pair_id")), None)
+        if pair is not None:
+            details.append(f'<p class="meta">minimal pair {_e(str(pair))}</p>')
         for run, rec in zip(runs, recs, strict=True):
             name = names[id(run)]
             if rec is None:
@@ -403,10 +565,13 @@ def case_drilldown(
             )
             if rec.get("error"):
                 details.append(f"<p>error: {_e(str(rec['error']))}</p>")
+            gold_facts = rec.get("gold_facts") if isinstance(rec.get("gold_facts"), dict) else None
             check = rec.get("cross_check")
             if isinstance(check, dict):
-                details.append(_cross_check_html(check))
-            details += [_step_html(s) for s in rec.get("steps") or [] if isinstance(s, dict)]
+                details.append(_cross_check_html(check, gold_facts))
+            details += [
+                _step_html(s, gold_facts) for s in rec.get("steps") or [] if isinstance(s, dict)
+            ]
         rows.append(f'<tr class="case" {attrs}>{"".join(cells)}</tr>')
         rows.append(
             f'<tr class="detail" id="{detail_id}"><td colspan="{columns}">'

@@ -12,7 +12,9 @@ A run lives in one folder:
   raw output, parsed result, retrieved ids, tokens, latency), appended, flushed and fsynced
   as each case finishes, so a killed run loses at most the cases in flight.
 * ``metrics.json``: the scores (`score_run`) with the model-free baselines on the
-  same cases, written when every case is judged.
+  same cases, written when every case is judged; on cases with gold facts or pair
+  ids also the law from gold facts, reading per fact and the pair scores
+  (`privacy_ci.evaluation._gold_facts`).
 
 Running again with the same folder resumes: finished case ids are read back and
 skipped; a last line cut short by a kill (no newline, or not JSON) is discarded
@@ -50,8 +52,9 @@ from privacy_ci._durable import (
 from privacy_ci._progress import CounterBar
 from privacy_ci.cases import Case, Dataset, load_dataset
 from privacy_ci.errors import PrivacyCIError
-from privacy_ci.evaluation._baselines import baseline_scores
+from privacy_ci.evaluation._baselines import baseline_scores, compute_baselines
 from privacy_ci.evaluation._cross_check import cross_check_metrics
+from privacy_ci.evaluation._gold_facts import gold_fact_metrics
 from privacy_ci.evaluation._metrics import score_run
 from privacy_ci.judging._cross_check import CrossChecker
 from privacy_ci.judging._methods import event_from_case
@@ -102,7 +105,7 @@ def _record(
     gold_class = dataset.protocol.target(case.label)
     predicted = None if judgment.verdict is None else dataset.protocol.target(judgment.verdict)
     data = judgment.as_dict()
-    return {
+    record: dict[str, Any] = {
         "case_id": case.id,
         "index": index,
         "text": case.text,  # for the report's drill-down (older records lack it)
@@ -122,6 +125,12 @@ def _record(
         "elapsed_s": round(elapsed, 4),
         "finished_at": now_iso(),
     }
+    # the gold the reading is scored against, for the report (keys only when present)
+    if case.gold_facts is not None:
+        record["gold_facts"] = dict(case.gold_facts)
+    if case.pair_id is not None:
+        record["pair_id"] = case.pair_id
+    return record
 
 
 def _usage_from_records(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -163,7 +172,10 @@ def compute_metrics(
         bootstrap / seed: macro-F1 bootstrap settings.
 
     Returns:
-        A JSON-ready dict (what ``metrics.json`` holds).
+        A JSON-ready dict (what ``metrics.json`` holds). Cases with gold facts add
+        ``gold_facts`` (law from gold facts, reading per fact), cases with pair ids
+        ``pairs`` (pair accuracy, flip rate, beside the baselines'); either adds the
+        ``always-permit`` baseline.
     """
     by_id = {r["case_id"]: r for r in records}
     scored = [c for c in cases if c.id in by_id]
@@ -184,6 +196,19 @@ def compute_metrics(
     checked = cross_check_metrics([by_id[c.id] for c in scored])
     if checked is not None:  # only runs made with --cross-check have the block
         extra["cross_check"] = checked
+    # blocks only for cases with gold facts or pairs: other runs' metrics stay as recorded
+    annotated = any(c.gold_facts is not None or c.pair_id is not None for c in scored)
+    if annotated:
+        extra.update(
+            gold_fact_metrics(
+                scored,
+                by_id,
+                dataset.protocol,
+                compute_baselines(scored, dataset.protocol, always_permit=True),
+                bootstrap=bootstrap,
+                seed=seed,
+            )
+        )
     return {
         "dataset": {
             "name": dataset.name,
@@ -207,7 +232,9 @@ def compute_metrics(
         ),
         **extra,
         "scores": score_run(pairs, task, bootstrap=bootstrap, seed=seed).as_dict(),
-        "baselines": baseline_scores(scored, dataset.protocol, bootstrap=bootstrap, seed=seed),
+        "baselines": baseline_scores(
+            scored, dataset.protocol, bootstrap=bootstrap, seed=seed, always_permit=annotated
+        ),
         "usage": _usage_from_records([by_id[c.id] for c in scored]),
         "generated_at": now_iso(),
     }

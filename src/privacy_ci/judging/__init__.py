@@ -10,13 +10,13 @@ Privacy Conductor paper's judge-only flow judge (section V-G).
   six, ``dp``, ``cot-auto``, ``cot-manual``, ``agent-id``, ``bm25-content``,
   ``ci-es-content``, and the flow judge; each `MethodSpec` builds its chain of
   steps, and each built method reports its `MethodIdentity` for run manifests.
-* ``checklist-qa`` (`checklist_qa`): the ci-reasoner's candidate norms, each
-  norm's condition questions answered by the model (yes / no / not stated with a
-  verbatim quote, `checklist_schema`, `parse_checklist_answer`, `find_quote`),
-  combined by the reasoner's verdict rule.
-* The cross-check (`CrossChecker`, `cross_check`): the ci-reasoner beside any
-  model's verdict, flagging permits whose conditions it finds unmet and
-  prohibitions where it finds a permission's conditions met.
+* ``checklist-qa`` (`checklist_qa`): the facts of the disclosure read by a model
+  in one call (`render_facts_prompt`, `facts_answer_schema`, `parse_facts_answer`),
+  each answer's quote verified against the narrative (`check_quote`, `find_quote`:
+  found there, and more than a word such as "no"), then the law engine.
+* The cross-check (`CrossChecker`, `cross_check`): the ci-reasoner (facts, then
+  law) beside any model's verdict, flagging a permit where the law, on the facts
+  read, prohibits, and a prohibit where it permits.
 * ``flow-judge`` (`judge_flow`): the CI five-tuple and the narrative, one
   structured decision + rationale (`flow_schema`, `parse_flow_answer`), re-asked
   up to twice when it does not parse.
@@ -29,14 +29,17 @@ Privacy Conductor paper's judge-only flow judge (section V-G).
 """
 
 from privacy_ci.judging._checklist_qa import (
-    CHECKLIST_ANSWERS,
-    CHECKLIST_PARSE_RETRIES,
-    ChecklistAnswer,
+    FACTS_QA_PARSE_RETRIES,
+    FACTS_QA_UNKNOWN,
+    QUOTE_MIN_WORDS,
+    FactsAnswer,
+    QuoteCheck,
+    check_quote,
     checklist_qa,
-    checklist_schema,
+    facts_answer_schema,
     find_quote,
-    parse_checklist_answer,
-    render_checklist_prompt,
+    parse_facts_answer,
+    render_facts_prompt,
 )
 from privacy_ci.judging._ci import CI_JSON_FIELDS, ci_schema
 from privacy_ci.judging._config import JudgeConfig
@@ -90,10 +93,10 @@ from privacy_ci.judging._retrieve import retrieve
 from privacy_ci.judging._types import Event, Judgment, Method, MethodIdentity, StepRecord
 
 __all__ = [
-    "CHECKLIST_ANSWERS",
-    "CHECKLIST_PARSE_RETRIES",
     "CI_JSON_FIELDS",
     "CROSS_CHECK_REASONER",
+    "FACTS_QA_PARSE_RETRIES",
+    "FACTS_QA_UNKNOWN",
     "FILTER_OPTIONS",
     "FLOW_DECISIONS",
     "FLOW_MISSING",
@@ -101,12 +104,13 @@ __all__ = [
     "FLOW_PARSE_RETRIES",
     "LETTERS",
     "METHODS",
+    "QUOTE_MIN_WORDS",
     "VERDICT_OPTIONS",
     "ChainBuilder",
-    "ChecklistAnswer",
     "CrossCheck",
     "CrossChecker",
     "Event",
+    "FactsAnswer",
     "FlowAnswer",
     "JudgeConfig",
     "Judgment",
@@ -119,12 +123,13 @@ __all__ = [
     "PipelineState",
     "PromptTemplate",
     "QuerySource",
+    "QuoteCheck",
     "RetrieverSource",
     "Step",
     "StepRecord",
     "build_method",
+    "check_quote",
     "checklist_qa",
-    "checklist_schema",
     "ci_schema",
     "cross_check",
     "decide",
@@ -132,6 +137,7 @@ __all__ = [
     "event_from_case",
     "explain",
     "extract_ci",
+    "facts_answer_schema",
     "filter_rules",
     "find_quote",
     "flow_schema",
@@ -141,14 +147,14 @@ __all__ = [
     "id_list_grammar",
     "judge_flow",
     "load_prompt",
-    "parse_checklist_answer",
+    "parse_facts_answer",
     "parse_flow_answer",
     "parse_verdict",
     "parse_yes_no",
     "prompt_hashes",
     "propose_ids",
     "register_method",
-    "render_checklist_prompt",
+    "render_facts_prompt",
     "render_flow_prompt",
     "retrieve",
     "run_steps",

@@ -1,31 +1,37 @@
-"""``checklist-qa``: the ci-reasoner's checklist, answered by a model.
+"""``checklist-qa``: a model reads the facts of the disclosure, then the law decides.
 
-a-b. The reasoner (`privacy_ci.reasoning.CIReasoner`, the one the ``ci-reasoner``
-   step keeps per knowledge base) decides applicability and lists the candidate
-   norms, best-matching first. Not applicable: the verdict is Not applicable and no
-   model is called.
-c. For each candidate norm with conditions (at most `JudgeConfig.checklist_norms`,
-   in the reasoner's order) ONE model call: ``prompts/checklist_qa.txt`` with the
-   narrative, the norm and its numbered condition questions, answered under
-   `checklist_schema` (an object keyed by condition id, each ``{"answer": "yes" |
-   "no" | "not stated", "quote": str}``). ``yes`` -> met, ``no`` -> contradicted,
-   ``not stated`` -> unstated. A ``yes`` or ``no`` whose quote is not in the
-   narrative (`find_quote`: whitespace collapsed, case ignored, enclosing quotation
-   marks dropped; an empty quote is not a quote) is rejected: the condition is
-   unstated and the rejection counted (``parsed["rejected_quotes"]``). The quote of
-   a ``not stated`` answer is not read. An answer that does not parse is asked
-   again (samples 1 and 2, like the flow judge); a third failure is an explicit
-   failure: verdict None, no further calls.
-d. The verdict is the reasoner's rule (`privacy_ci.reasoning._reasoner.decide`)
-   over the candidates with the model's statuses: the norms asked and the norms
-   without conditions (nothing to ask), in the reasoner's order. Candidates past the
-   limit are left out: their statuses would be the cue matcher's, not the model's.
-   No norm applies: an abstention, as for the reasoner.
+a. ``read`` (model-free): the offline reader's facts (`FactJudge.read`: the CI fields,
+   then the narrative) with the event's given facts on top. This is the starting point.
+b. ``facts_qa``: ONE model call, ``prompts/facts_qa.txt``: the narrative, the CI fields,
+   and for each fact of the regulation's fact schema its question and its values with
+   their labels. The answer is a JSON object keyed by fact, each ``{"value": <one of the
+   fact's values or "unknown">, "quote": <the narrative's words that state it>}``, sent
+   under `facts_answer_schema` (derived from the fact schema) when the backend takes a
+   JSON schema (`privacy_ci.llm.Capability.JSON_SCHEMA`; otherwise the text is parsed as
+   JSON). It is parsed strictly (`parse_facts_answer`): a missing or unknown fact, an
+   unknown field, a value that is not one of the fact's, or a quote that is not a string
+   is asked again (samples 1 and 2, like the flow judge); a third failure is an explicit
+   failure: verdict None, counted wrong.
+c. Every value the model states (not ``unknown``) needs its quote (`check_quote`): found
+   in the narrative (`find_quote`: whitespace collapsed, case ignored, enclosing quotation
+   marks dropped) and stating the fact's content, not one word: at least
+   `QUOTE_MIN_WORDS` words, one of them a content word (not a function word, and not
+   yes / no / not / never). "no" and "yes" occur in most narratives and prove nothing.
+   A value whose quote fails is dropped and counted (``rejected_quotes``): the fact
+   stays as the reader had it, or unknown.
+d. Precedence: given facts (the user's, and the CI fields the reader takes as given)
+   win over answered ones; answered ones (source ``answered``, with the verified quote
+   as the narrative writes it and its offsets) over read ones.
+e. The law decides (`FactJudge.decide`): the verdict, the deciding rule, the facts it
+   used, the presumptions and the questions, exactly as for ``ci-reasoner``. A verdict
+   that rests on presumptions says so (``(on presumptions)`` in the decision).
 
-Records, in order: ``candidates`` (steps a-b, model-free), one ``checklist`` record
-per model call (prompt, raw output, parsed answers, rejected quotes), and
-``combine`` (model-free: the reasoning with the model's statuses, ``calls`` per
-case and the total of ``rejected_quotes``).
+Records, in order: ``read`` (model-free: the starting facts and which were given), one
+``facts_qa`` record per model call (prompt, raw output, each answer with its quote's
+check, ``rejected_quotes``), and ``combine`` (model-free: `FactJudgment.as_dict` of the
+final facts and the law's decision, with ``calls``, ``rejected_quotes``, ``answered``:
+the facts taken from the model, and ``given_won``: accepted answers a given fact
+overrode).
 """
 
 from __future__ import annotations
@@ -33,88 +39,160 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from privacy_ci.ci import Flow, clean_value
 from privacy_ci.errors import PrivacyCIError
 from privacy_ci.judging._parse import ParsedVerdict
 from privacy_ci.judging._pipeline import PipelineContext, PipelineState, step_record
 from privacy_ci.judging._prompts import load_prompt
-from privacy_ci.judging._reason import ABSTAINED, _reasoner
+from privacy_ci.judging._reason import ON_PRESUMPTIONS, fact_judge
 from privacy_ci.judging._types import StepRecord
-from privacy_ci.llm import FinishReason, GenerationSettings, user
+from privacy_ci.llm import (
+    Capability,
+    FinishReason,
+    GenerationSettings,
+    capabilities_of,
+    parse_structured,
+    user,
+)
 
 if TYPE_CHECKING:
-    from privacy_ci.reasoning import Condition, ConditionCheck, NormCheck, NormEntry, Reasoning
+    from privacy_ci.reasoning import Facts, FactSchema, FactValue
 
 __all__ = [
-    "CHECKLIST_ANSWERS",
-    "CHECKLIST_PARSE_RETRIES",
-    "CHECKLIST_PROMPT",
-    "CHECKLIST_QUOTE_CHARS",
-    "ChecklistAnswer",
+    "FACTS_QA_PARSE_RETRIES",
+    "FACTS_QA_PROMPT",
+    "FACTS_QA_QUOTE_CHARS",
+    "FACTS_QA_UNKNOWN",
+    "QUOTE_MIN_WORDS",
+    "FactsAnswer",
+    "QuoteCheck",
+    "check_quote",
     "checklist_qa",
-    "checklist_schema",
+    "facts_answer_schema",
     "find_quote",
-    "parse_checklist_answer",
-    "render_checklist_prompt",
+    "parse_facts_answer",
+    "render_facts_prompt",
 ]
 
-CHECKLIST_PROMPT = "checklist_qa"
-"""The prompt file (the narrative, the norm, its numbered questions)."""
+FACTS_QA_PROMPT = "facts_qa"
+"""The prompt file (the narrative, the CI fields, every fact's question and values)."""
 
-CHECKLIST_ANSWERS: tuple[str, ...] = ("yes", "no", "not stated")
-"""The schema's answers: met, contradicted, unstated."""
+FACTS_QA_UNKNOWN = "unknown"
+"""The answer for a fact the narrative does not state (its quote is not read)."""
 
-CHECKLIST_PARSE_RETRIES = 2
+FACTS_QA_PARSE_RETRIES = 2
 """Re-asks after an answer that does not parse (as the flow judge)."""
 
-CHECKLIST_QUOTE_CHARS = 200
+FACTS_QA_QUOTE_CHARS = 200
 """Each quote's ``maxLength`` when constrained (a clause or a short sentence)."""
 
+QUOTE_MIN_WORDS = 3
+"""A quote states a fact in at least this many words ("no" or "yes" states nothing)."""
+
 _TOKENS_BASE = 24
-_TOKENS_PER_CONDITION = 72  # the id, the answer and a 200-character quote
+_TOKENS_PER_FACT = 72  # the key, the value and a 200-character quote
 _QUOTE_MARKS = "\"'“”‘’`"
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+
+# Words that carry no fact by themselves, written out (not spaCy's list) so the check
+# never moves with a library version.
+_FUNCTION_WORDS = """
+    yes no not never none nor neither either nobody nothing noone
+    a an the this that these those there here such some any each every all both
+    i me my mine we us our ours you your yours he him his she her hers it its they them
+    their theirs one ones myself yourself himself herself itself ourselves themselves
+    who whom whose which what whatever whoever when where why how
+    am is are was were be been being do does did done doing have has had having
+    will would shall should can could may might must ought
+    and or but if then than so as because while though although whether
+    of to in on at by for with from into onto about above below over under up down out
+    off through during before after again further once upon within without against
+    between among via per
+    also just only very too even still yet already ever
+    s t don't didn't doesn't isn't wasn't weren't aren't hasn't haven't hadn't won't
+    wouldn't can't cannot couldn't shouldn't
+"""
+NOT_CONTENT: frozenset[str] = frozenset(_FUNCTION_WORDS.split())
+"""Words that are not a quote's content (a quote needs one word outside this set)."""
 
 
-def checklist_schema(ids: Sequence[str], constrained: bool = False) -> dict[str, Any]:
-    """The answer's JSON schema: one required ``{"answer", "quote"}`` per condition id.
+def facts_answer_schema(schema: FactSchema, constrained: bool = False) -> dict[str, Any]:
+    """The answer's JSON schema: every fact required, each ``{"value", "quote"}``.
 
     Args:
-        ids: the norm's condition ids, in question order.
+        schema: the regulation's fact schema.
         constrained: add ``maxLength`` to the quotes (for small local models).
 
     Returns:
-        The schema.
+        The schema: an object whose keys are exactly the facts; each value one of the
+        fact's value names or `FACTS_QA_UNKNOWN`.
     """
     quote: dict[str, Any] = {"type": "string"}
     if constrained:
-        quote["maxLength"] = CHECKLIST_QUOTE_CHARS
-    entry = {
-        "type": "object",
-        "properties": {
-            "answer": {"type": "string", "enum": list(CHECKLIST_ANSWERS)},
-            "quote": quote,
-        },
-        "required": ["answer", "quote"],
-        "additionalProperties": False,
-    }
+        quote["maxLength"] = FACTS_QA_QUOTE_CHARS
+    properties: dict[str, Any] = {}
+    for spec in schema:
+        if FACTS_QA_UNKNOWN in spec.values:  # a fact model that names a value "unknown"
+            raise PrivacyCIError(
+                f"fact {spec.name!r} has a value named {FACTS_QA_UNKNOWN!r}: "
+                "checklist-qa keeps that word for a fact the narrative does not state"
+            )
+        properties[spec.name] = {
+            "type": "object",
+            "properties": {
+                "value": {"type": "string", "enum": [*spec.values, FACTS_QA_UNKNOWN]},
+                "quote": quote,
+            },
+            "required": ["value", "quote"],
+            "additionalProperties": False,
+        }
     return {
         "type": "object",
-        "properties": {i: entry for i in ids},
-        "required": list(ids),
+        "properties": properties,
+        "required": list(properties),
         "additionalProperties": False,
     }
 
 
-def render_checklist_prompt(text: str, norm: NormEntry) -> str:
-    """The prompt for one norm: the narrative and its numbered condition questions."""
-    questions = "\n".join(
-        f"{n}. [{c.id}] {c.question}" for n, c in enumerate(norm.conditions, start=1)
-    )
-    return load_prompt(CHECKLIST_PROMPT).render(
-        norm=f"{norm.paragraph}: {norm.title}", event=text.strip(), questions=questions
+def _regulation_name(regulation: str) -> str:
+    from privacy_ci.regulations import UnknownRegulation, get_regulation
+
+    try:
+        return get_regulation(regulation).name
+    except UnknownRegulation:
+        return regulation
+
+
+def _fields(flow: Flow) -> str:
+    """The case's CI fields, one ``name: value`` line each (the given ones only)."""
+    lines = []
+    for name, raw in flow.fields().items():
+        value = clean_value(raw)
+        if value is not None:
+            lines.append(f"{name.replace('_', ' ').capitalize()}: {value}")
+    return "\n".join(lines) or "(none given)"
+
+
+def _facts_block(schema: FactSchema) -> str:
+    blocks = []
+    for spec in schema:
+        lines = [f"[{spec.name}] {spec.question}"]
+        lines += [f"  {name}: {v.label}" for name, v in spec.values.items()]
+        blocks.append("\n".join(lines))
+    return "\n".join(blocks)
+
+
+def render_facts_prompt(text: str, flow: Flow, schema: FactSchema) -> str:
+    """The prompt: the narrative, the CI fields, every fact's question and values."""
+    return load_prompt(FACTS_QA_PROMPT).render(
+        regulation=_regulation_name(schema.regulation),
+        event=text.strip(),
+        fields=_fields(flow),
+        facts=_facts_block(schema),
     )
 
 
@@ -136,161 +214,194 @@ def find_quote(text: str, quote: str) -> tuple[int, int] | None:
 
 
 @dataclass(frozen=True, slots=True)
-class ChecklistAnswer:
-    """What `parse_checklist_answer` found.
+class QuoteCheck:
+    """What `check_quote` found: the quote's offsets, or why it is refused."""
 
-    Args:
-        answers: condition id -> (answer, quote), every id present when it parses.
-        problem: why it does not parse (None when it does).
-        extra_keys: keys outside the schema (ignored).
-    """
-
-    answers: dict[str, tuple[str, str]] = field(default_factory=dict)
+    span: tuple[int, int] | None
     problem: str | None = None
-    extra_keys: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
         return self.problem is None
 
 
-def parse_checklist_answer(
-    value: Any, ids: Sequence[str], parse_error: str | None = None
-) -> ChecklistAnswer:
-    """Check a structured answer against `checklist_schema`.
+def check_quote(text: str, quote: str) -> QuoteCheck:
+    """Whether a quote states a fact from the narrative (see the module docstring, c).
 
     Args:
-        value: the parsed JSON (`privacy_ci.llm.Completion.parsed`).
-        ids: the condition ids asked.
+        text: the narrative.
+        quote: the model's quote.
+
+    Returns:
+        The `QuoteCheck`: the span when the quote is in the narrative (even when it is
+        refused for its content), and the problem when it is refused.
+    """
+    if not quote.strip().strip(_QUOTE_MARKS).strip():
+        return QuoteCheck(None, "empty quote")
+    span = find_quote(text, quote)
+    if span is None:
+        return QuoteCheck(None, "quote not found in the narrative")
+    words = [w.casefold().replace("’", "'") for w in _WORD.findall(quote)]
+    if len(words) < QUOTE_MIN_WORDS:
+        return QuoteCheck(
+            span, f"quote too short: {len(words)} word(s), at least {QUOTE_MIN_WORDS} state a fact"
+        )
+    if all(w in NOT_CONTENT for w in words):
+        return QuoteCheck(span, "quote has no content word (only words such as no, not, yes)")
+    return QuoteCheck(span)
+
+
+@dataclass(frozen=True, slots=True)
+class FactsAnswer:
+    """What `parse_facts_answer` found.
+
+    Args:
+        answers: fact -> (value, quote), every fact present when it parses.
+        problem: why it does not parse (None when it does).
+    """
+
+    answers: dict[str, tuple[str, str]] = field(default_factory=dict)
+    problem: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None
+
+
+def parse_facts_answer(
+    value: Any, schema: FactSchema, parse_error: str | None = None
+) -> FactsAnswer:
+    """Check a structured answer against `facts_answer_schema`, strictly.
+
+    Args:
+        value: the parsed JSON.
+        schema: the fact schema asked.
         parse_error: why the text was not JSON, if so.
 
     Returns:
-        The `ChecklistAnswer`; ``problem`` set when it is not a JSON object, or an
-        id is missing or its answer is not one of `CHECKLIST_ANSWERS` (compared
-        after collapsing whitespace and case) or its quote is not a string.
+        The `FactsAnswer`; ``problem`` set when it is not a JSON object, names a fact the
+        schema does not have, misses one, has an entry that is not ``{"value", "quote"}``,
+        a value that is not one of the fact's nor `FACTS_QA_UNKNOWN` (compared after
+        trimming and case folding), or a quote that is not a string.
     """
     if parse_error is not None:
-        return ChecklistAnswer(problem=parse_error)
+        return FactsAnswer(problem=parse_error)
     if not isinstance(value, dict):
-        return ChecklistAnswer(problem=f"expected a JSON object, got {type(value).__name__}")
-    extra = tuple(sorted(str(k) for k in value if k not in ids))
-    answers: dict[str, tuple[str, str]] = {}
+        return FactsAnswer(problem=f"expected a JSON object, got {type(value).__name__}")
     problems: list[str] = []
-    for cid in ids:
-        entry = value.get(cid)
+    unknown = sorted(str(k) for k in value if k not in schema)
+    if unknown:
+        problems.append(f"unknown fact(s) {', '.join(map(repr, unknown))}")
+    answers: dict[str, tuple[str, str]] = {}
+    for spec in schema:
+        entry = value.get(spec.name)
         if not isinstance(entry, dict):
             problems.append(
-                f"no answer for {cid!r}" if entry is None else f"{cid!r} is not an object"
+                f"no answer for {spec.name!r}"
+                if entry is None
+                else f"{spec.name!r} is not an object"
             )
             continue
-        answer, quote = entry.get("answer"), entry.get("quote")
-        said = " ".join(answer.split()).casefold() if isinstance(answer, str) else None
-        if said not in CHECKLIST_ANSWERS:
+        extra = sorted(str(k) for k in entry if k not in ("value", "quote"))
+        said, quote = entry.get("value"), entry.get("quote")
+        name = said.strip().casefold() if isinstance(said, str) else None
+        if extra:
+            problems.append(f"{spec.name!r}: unknown field(s) {', '.join(map(repr, extra))}")
+        elif name is None or (name not in spec.values and name != FACTS_QA_UNKNOWN):
             problems.append(
-                f"{cid!r}: answer {answer!r} is not one of {', '.join(CHECKLIST_ANSWERS)}"
+                f"{spec.name!r}: value {said!r} is not one of"
+                f" {', '.join(spec.values)}, {FACTS_QA_UNKNOWN}"
             )
         elif not isinstance(quote, str):
-            problems.append(f"{cid!r}: the quote is not a string")
+            problems.append(f"{spec.name!r}: the quote is not a string")
         else:
-            answers[cid] = (said, quote)
+            answers[spec.name] = (name, quote)
     if problems:
-        return ChecklistAnswer(answers, "; ".join(problems), extra)
-    return ChecklistAnswer(answers, None, extra)
+        return FactsAnswer(answers, "; ".join(problems))
+    return FactsAnswer(answers)
 
 
-def _sentence(text: str, start: int, end: int) -> str:
-    """The sentence(s) around a span, for the evidence's context."""
-    left = max(text.rfind(mark, 0, start) for mark in ".!?\n") + 1
-    ends = [i for i in (text.find(mark, end) for mark in ".!?\n") if i != -1]
-    right = min(ends) + 1 if ends else len(text)
-    return " ".join(text[left:right].split())
+def _verify(
+    text: str, answer: FactsAnswer, note: str
+) -> tuple[dict[str, FactValue], dict[str, Any], int]:
+    """The answers whose quotes hold, as answered facts; the record's view; rejections."""
+    from privacy_ci.reasoning import FactValue, Source
 
-
-def _checks(
-    text: str, conditions: Sequence[Condition], answer: ChecklistAnswer
-) -> tuple[tuple[ConditionCheck, ...], dict[str, Any], int]:
-    """The model's answers as condition checks; the record's view; quotes rejected."""
-    from privacy_ci.reasoning import ConditionCheck, Evidence, Status
-
-    status = {"yes": Status.MET, "no": Status.CONTRADICTED, "not stated": Status.UNSTATED}
-    checks: list[ConditionCheck] = []
+    accepted: dict[str, FactValue] = {}
     shown: dict[str, Any] = {}
     rejected = 0
-    for cond in conditions:
-        said, quote = answer.answers[cond.id]
-        evidence: tuple[Evidence, ...] = ()
-        why = None
-        if said != "not stated":
-            span = find_quote(text, quote)
-            if span is None:
-                why = "empty quote" if not quote.strip() else "quote not found in the narrative"
-                rejected += 1
-            else:
-                start, end = span
-                states = "met" if said == "yes" else "not_met"
-                sentence = _sentence(text, start, end)
-                evidence = (
-                    Evidence(states, f"model: {said}", text[start:end], start, end, sentence),
-                )
-        result = status[said] if why is None else Status.UNSTATED
-        checks.append(ConditionCheck(cond, result, evidence))
-        shown[cond.id] = {"answer": said, "quote": quote, "status": result.value, "rejected": why}
-    return tuple(checks), shown, rejected
+    for fact, (value, quote) in answer.answers.items():
+        if value == FACTS_QA_UNKNOWN:
+            shown[fact] = {"value": value, "quote": quote, "status": "unknown"}
+            continue
+        check = check_quote(text, quote)
+        entry: dict[str, Any] = {"value": value, "quote": quote}
+        if check.ok and check.span is not None:
+            start, end = check.span
+            accepted[fact] = FactValue(value, Source.ANSWERED, text[start:end], start, end, note)
+            entry.update(status="accepted", start=start, end=end)
+        else:
+            rejected += 1
+            entry.update(status="rejected", rejected=check.problem)
+        shown[fact] = entry
+    return accepted, shown, rejected
 
 
-def _settings(ctx: PipelineContext, ids: Sequence[str]) -> GenerationSettings:
-    settings = replace(
-        ctx.settings,
-        grammar=None,
-        json_schema=checklist_schema(ids, ctx.constrained),
-        schema_name="checklist_answers",
-    )
+def _settings(ctx: PipelineContext, schema: FactSchema, structured: bool) -> GenerationSettings:
+    settings = replace(ctx.settings, grammar=None, json_schema=None)
+    if structured:
+        settings = replace(
+            settings,
+            json_schema=facts_answer_schema(schema, ctx.constrained),
+            schema_name="facts_answers",
+        )
     if ctx.constrained:  # a small model must be able to close the object
-        settings = replace(settings, max_tokens=_TOKENS_BASE + _TOKENS_PER_CONDITION * len(ids))
+        n = len(schema.facts)
+        settings = replace(settings, max_tokens=_TOKENS_BASE + _TOKENS_PER_FACT * n)
     return settings
 
 
 @dataclass(slots=True)
 class _Asked:
-    """One norm's call(s): its checked conditions, or why there are none."""
+    """The model's call(s): the facts it answered with verified quotes, or the failure."""
 
-    check: NormCheck | None
+    answered: dict[str, FactValue] | None
     calls: int
     rejected: int
     failed: str | None = None
 
 
-async def _ask(state: PipelineState, ctx: PipelineContext, candidate: NormCheck) -> _Asked:
-    """One norm: one call, re-asked up to twice when the answer does not parse."""
-    norm = candidate.norm
-    ids = [c.id for c in norm.conditions]
-    prompt = render_checklist_prompt(state.event.text, norm)
-    settings = _settings(ctx, ids)
-    attempts = 1 + CHECKLIST_PARSE_RETRIES
+async def _ask(state: PipelineState, ctx: PipelineContext, schema: FactSchema) -> _Asked:
+    """One call, re-asked up to twice when the answer does not parse."""
+    text = state.event.text
+    prompt = render_facts_prompt(text, state.event.flow, schema)
+    client = ctx.require_client()
+    structured = Capability.JSON_SCHEMA in capabilities_of(client.backend)
+    settings = _settings(ctx, schema, structured)
+    attempts = 1 + FACTS_QA_PARSE_RETRIES
     for attempt in range(attempts):
-        completion = await ctx.require_client().complete([user(prompt)], settings, sample=attempt)
-        record = step_record("checklist", CHECKLIST_PROMPT, prompt, completion)
-        record.retrieved_ids = [norm.paragraph]
+        completion = await client.complete([user(prompt)], settings, sample=attempt)
+        record = step_record("facts_qa", FACTS_QA_PROMPT, prompt, completion)
         state.steps.append(record)
         common: dict[str, Any] = {
-            "norm": norm.id,
-            "paragraph": norm.paragraph,
-            "effect": norm.effect.value,
             "attempt": attempt + 1,
             "attempts_allowed": attempts,
             "sample": attempt,
+            "structured": structured,
         }
         if not completion.ok:
             record.parsed = common
             state.error = completion.error
             return _Asked(None, attempt + 1, 0, completion.error)
-        answer = parse_checklist_answer(completion.parsed, ids, completion.parse_error)
+        if structured:
+            value, error = completion.parsed, completion.parse_error
+        else:  # no schema was sent: read the text as JSON
+            value, error = parse_structured(completion.text)
+        answer = parse_facts_answer(value, schema, error)
         if answer.ok:
-            checks, shown, rejected = _checks(state.event.text, norm.conditions, answer)
+            accepted, shown, rejected = _verify(text, answer, f"answered by {ctx.backend}")
             record.parsed = {**common, "answers": shown, "rejected_quotes": rejected}
-            if answer.extra_keys:
-                record.parsed["extra_keys"] = list(answer.extra_keys)
-            return _Asked(replace(candidate, conditions=checks), attempt + 1, rejected)
+            return _Asked(accepted, attempt + 1, rejected)
         record.parsed = {**common, "answers": None, "rejected_quotes": 0}
         record.error = f"parse failure: {answer.problem}"
         if completion.finish_reason is FinishReason.LENGTH:
@@ -299,82 +410,64 @@ async def _ask(state: PipelineState, ctx: PipelineContext, candidate: NormCheck)
             record.error += f"; asking again ({attempt + 1} of {attempts} attempts used)"
         else:
             record.error += f"; {attempts} attempts used: recorded as a failure"
-    return _Asked(None, attempts, 0, f"norm {norm.id}: {attempts} answers did not parse")
+    return _Asked(None, attempts, 0, f"{attempts} answers did not parse")
+
+
+def _combine(start: Facts, answered: Mapping[str, FactValue]) -> tuple[Facts, list[str], list[str]]:
+    """Given facts win over answered ones, answered ones over read ones."""
+    from privacy_ci.reasoning import Source
+
+    taken: dict[str, FactValue] = {}
+    given_won: list[str] = []
+    for name, fact in answered.items():
+        held = start.get(name)
+        if held is not None and held.source is Source.GIVEN:
+            given_won.append(name)
+        else:
+            taken[name] = fact
+    return start.with_facts(taken), list(taken), given_won
 
 
 async def checklist_qa(state: PipelineState, ctx: PipelineContext) -> PipelineState:
-    """Answer the reasoner's checklist with the model (see the module docstring)."""
-    from privacy_ci.reasoning import Reasoning
-    from privacy_ci.reasoning._reasoner import decide
+    """Read the facts with the model, then apply the law (see the module docstring)."""
+    from privacy_ci.reasoning import FactJudgment
 
-    record = StepRecord(name="candidates", prompt_name=None)
+    record = StepRecord(name="read", prompt_name=None)
     state.steps.append(record)
-    start = time.perf_counter()
+    began = time.perf_counter()
     event = state.event
     try:
-        found = await asyncio.to_thread(lambda: _reasoner(ctx).judge(event.text, event.flow))
+        judge = await asyncio.to_thread(fact_judge, ctx)  # the first call loads the KB
+        given = judge.given(event.facts or None)
+        read = await asyncio.to_thread(judge.read, event.text, event.flow)
     except PrivacyCIError as exc:
-        record.error = f"the reasoner failed: {exc}"
+        record.error = f"the fact reader failed: {exc}"
         state.error = record.error
         return state
-    record.latency_s = time.perf_counter() - start
-    limit = ctx.config.checklist_norms
-    with_conditions = [c for c in found.candidates if c.norm.conditions]
-    asked, skipped = with_conditions[:limit], with_conditions[limit:]
-    record.parsed = {
-        "applicability": found.applicability.as_dict(),
-        "candidates": [c.norm.id for c in found.candidates],
-        "asked": [c.norm.id for c in asked],
-        "skipped": [c.norm.id for c in skipped],
-        "limit": limit,
-    }
-    record.retrieved_ids = [c.norm.paragraph for c in asked]
+    start = read.with_facts(dict(given))
+    record.latency_s = time.perf_counter() - began
+    record.parsed = {"facts": start.as_dict(), "given": list(given)}
 
-    answered: dict[str, NormCheck] = {}
-    calls = rejected = 0
-    failure = None
-    if found.applicability.applicable:
-        for candidate in asked:
-            result = await _ask(state, ctx, candidate)
-            calls += result.calls
-            rejected += result.rejected
-            if state.error is not None:
-                return state
-            if result.check is None:
-                failure = result.failed
-                break
-            answered[candidate.norm.id] = result.check
+    asked = await _ask(state, ctx, judge.schema)
+    if state.error is not None:
+        return state
 
     final = StepRecord(name="combine", prompt_name=None)
     state.steps.append(final)
-    counts = {"calls": calls, "rejected_quotes": rejected}
-    if failure is not None:
+    counts = {"calls": asked.calls, "rejected_quotes": asked.rejected}
+    if asked.answered is None:
         final.parsed = {"verdict": None, **counts}
-        final.error = f"an explicit failure: {failure}"
+        final.error = f"an explicit failure: {asked.failed}"
         state.decision = ParsedVerdict(None, "unparsed", "")
         state.rationale = final.error
         return state
-    if not found.applicability.applicable:
-        reasoning = found  # the reasoner's Not applicable, with its reasons
-    else:
-        used = tuple(
-            answered.get(c.norm.id, c)
-            for c in found.candidates
-            if not c.norm.conditions or c.norm.id in answered
-        )
-        verdict, rule, deciding = decide(used)
-        reasoning = Reasoning(verdict, rule, deciding, found.applicability, used, found.parties)
-    final.parsed = {**reasoning.as_dict(), **counts}
-    state.rationale = reasoning.explanation()
-    if reasoning.deciding is not None:
-        state.kept = [reasoning.deciding.norm.paragraph]
-    state.decision = _decision(reasoning)
-    if reasoning.verdict is None:
-        final.error = ABSTAINED
+    facts, taken, given_won = _combine(start, asked.answered)
+    judgment = FactJudgment(facts, judge.decide(facts), judge.book.version_id)
+    final.parsed = {**judgment.as_dict(), **counts, "answered": taken, "given_won": given_won}
+    rule = judgment.decision.rule
+    final.retrieved_ids = [rule.paragraph]
+    state.kept = [rule.paragraph]
+    state.rationale = judgment.explanation()
+    how = rule.id if judgment.determined else f"{rule.id} ({ON_PRESUMPTIONS})"
+    state.decision = ParsedVerdict(judgment.verdict, "law", how)
     return state
-
-
-def _decision(reasoning: Reasoning) -> ParsedVerdict:
-    if reasoning.verdict is None:
-        return ParsedVerdict(None, "abstained", reasoning.rule)
-    return ParsedVerdict(reasoning.verdict, "checklist", reasoning.rule)

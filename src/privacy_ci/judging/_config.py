@@ -37,8 +37,6 @@ class JudgeConfig:
         short_max_tokens: the completion limit of free-text steps when constrained.
         ci_field_chars: the ``maxLength`` of each CI field when constrained.
         ci_max_tokens: the completion limit of the CI extraction when constrained.
-        checklist_norms: ``checklist-qa`` asks the model about at most this many
-            candidate norms with conditions (one call each, best-matching first).
         regulation: the knowledge base loaded when none is given.
         kb: a knowledge base folder built by ``privacy-ci kb build`` to load instead of
             the regulation's published one (its regulation must be `regulation`).
@@ -54,7 +52,6 @@ class JudgeConfig:
     short_max_tokens: int = 64
     ci_field_chars: int = 32
     ci_max_tokens: int = 256
-    checklist_norms: int = 4
     regulation: str = "hipaa"
     no_reference: str = "None"
     kb: str | None = None
@@ -67,7 +64,6 @@ class JudgeConfig:
             "short_max_tokens",
             "ci_field_chars",
             "ci_max_tokens",
-            "checklist_norms",
         )
         for name in positive:
             value = getattr(self, name)

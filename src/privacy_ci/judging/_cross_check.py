@@ -1,25 +1,26 @@
-"""The cross-check: the model-free ci-reasoner run beside a model's judgment.
+"""The cross-check: the model-free ci-reasoner (facts, then law) beside a model's verdict.
 
-`cross_check` compares a model's verdict with the reasoner's `Reasoning` of the
-same event and flags what the reasoner's checklist does not support:
+`cross_check` compares a model's verdict with the `FactJudgment` of the same event
+(`FactJudge.judge`: the facts read from its CI fields and narrative, the event's given
+facts winning, and the law's decision on them) and flags a verdict the law does not
+support:
 
-* a model ``permit`` whose deciding conditions the reasoner finds unstated or
-  contradicted. The deciding norm is the reasoner's deciding norm when it
-  permits, else the first candidate permitting norm that holds, else the
-  best-matching candidate permitting norm. It is flagged when that norm does not
-  hold (for alternatives, ``requires: any``: when none is met), naming its
-  unstated and contradicted conditions. No permitting candidate (or Not
-  applicable): nothing to check, no flag (the disagreement still counts).
-* a model ``prohibit`` where the reasoner finds every condition of an applicable
-  (candidate) permitting norm met (for alternatives: one met). A permitting norm
-  without conditions counts when its pattern matched the flow (its score is above
-  0): it asks nothing more (e.g. a disclosure to a provider for treatment).
+* ``permit-unsupported``: the model permits, and the law, on the facts read,
+  prohibits. The flag names the deciding rule (a prohibition, or the default rule:
+  no permission applies), the facts it used (each with its source and quote;
+  presumed ones marked ``presumed``), the near misses (permissions that would apply
+  but for one fact) and, when the verdict rests on presumptions, the questions whose
+  answers decide it.
+* ``prohibit-despite-permission``: the model prohibits, and the law permits (or
+  requires the disclosure). The flag says whether that verdict is determined (it
+  holds whatever the unknown facts are) or rests on presumptions, and which.
 
-Other verdicts (Not applicable, none) are never flagged. ``agree`` is whether the
-two verdicts are the same (an undetermined reasoner agrees with nothing).
+A Not applicable on either side, or no verdict from the model, is never flagged.
+``agree`` is whether the two verdicts are the same (the law's verdict on presumptions
+counts; ``reasoner_determined`` says which it is).
 
-`CrossChecker` runs the reasoner (the one the ``ci-reasoner`` step keeps per
-knowledge base) and says what it is for a run's identity.
+`CrossChecker` runs the judge (the one the ``ci-reasoner`` step keeps per regulation
+and knowledge base) and says what it is for a run's identity.
 """
 
 from __future__ import annotations
@@ -27,20 +28,23 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from privacy_ci.ci import Verdict
 from privacy_ci.errors import PrivacyCIError
 from privacy_ci.judging._pipeline import PipelineContext
-from privacy_ci.judging._reason import _reasoner
+from privacy_ci.judging._reason import fact_judge
 from privacy_ci.judging._types import Event
 
 if TYPE_CHECKING:
     from privacy_ci.knowledge import KnowledgeBase
-    from privacy_ci.reasoning import CIReasoner, NormCheck, Reasoning
+    from privacy_ci.reasoning import FactJudge, FactJudgment, FactValue, LawDecision
 
 __all__ = [
     "CROSS_CHECK_REASONER",
+    "PERMIT_UNSUPPORTED",
+    "PROHIBIT_DESPITE_PERMISSION",
     "CrossCheck",
     "CrossChecker",
     "cross_check",
@@ -59,24 +63,32 @@ class CrossCheck:
 
     Args:
         model_verdict: the model's verdict (None: no verdict).
-        reasoner_verdict: the reasoner's (None: undetermined, or it failed).
-        reasoner_rule: the clause of the reasoner's rule that decided.
+        reasoner_verdict: the law's verdict on the facts read (None: the judge failed).
+        reasoner_rule: the id of the rule that decided ("" when it failed).
         agree: the two verdicts are the same.
+        determined: the law's verdict holds whatever the unknown facts are (False: it
+            rests on the fact schema's presumptions).
         flag: ``permit-unsupported``, ``prohibit-despite-permission`` or None.
         reason: one sentence saying why it is flagged (None when not).
-        norm: the norm the flag rests on (id, paragraph, title, effect, requires).
-        conditions: that norm's conditions (id, question, status, evidence).
-        error: the reasoner's failure, if it failed.
+        rule: the deciding rule (id, paragraph, title, effect), when flagged.
+        facts: the facts that rule used, each with its source and quote, when flagged.
+        near_misses: permissions that would apply but for one fact, when flagged.
+        questions: the unknown facts the verdict hinges on, each with the verdict per
+            answer, when flagged on presumptions.
+        error: the judge's failure, if it failed.
     """
 
     model_verdict: Verdict | None
     reasoner_verdict: Verdict | None
     reasoner_rule: str
     agree: bool
+    determined: bool = False
     flag: str | None = None
     reason: str | None = None
-    norm: dict[str, Any] | None = None
-    conditions: list[dict[str, Any]] = field(default_factory=list)
+    rule: dict[str, Any] | None = None
+    facts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    near_misses: list[dict[str, Any]] = field(default_factory=list)
+    questions: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
 
     @property
@@ -91,6 +103,7 @@ class CrossCheck:
             if self.reasoner_verdict is None
             else self.reasoner_verdict.value,
             "reasoner_rule": self.reasoner_rule,
+            "reasoner_determined": self.determined,
             "agree": self.agree,
             "flagged": self.flagged,
             "flag": None
@@ -98,104 +111,110 @@ class CrossCheck:
             else {
                 "kind": self.flag,
                 "reason": self.reason,
-                "norm": self.norm,
-                "conditions": self.conditions,
+                "determined": self.determined,
+                "rule": self.rule,
+                "facts": self.facts,
+                "near_misses": self.near_misses,
+                "questions": self.questions,
             },
             "error": self.error,
         }
 
 
-def _norm(check: NormCheck) -> dict[str, Any]:
-    n = check.norm
-    return {
-        "id": n.id,
-        "paragraph": n.paragraph,
-        "title": n.title,
-        "effect": n.effect.value,
-        "requires": n.requires,
-    }
+def _fact_text(name: str, fact: FactValue) -> str:
+    quote = f' "{fact.quote}"' if fact.quote else ""
+    return f"{name} = {fact.value} ({fact.source.value}{quote})"
 
 
-def _permitting(reasoning: Reasoning) -> list[NormCheck]:
-    from privacy_ci.reasoning import Effect
-
-    return [c for c in reasoning.candidates if c.norm.effect is Effect.PERMIT]
-
-
-def _deciding_permission(reasoning: Reasoning) -> NormCheck | None:
-    """The permitting norm a permit rests on (see the module docstring)."""
-    from privacy_ci.reasoning import Effect
-
-    deciding = reasoning.deciding
-    if deciding is not None and deciding.norm.effect is Effect.PERMIT:
-        return deciding
-    permitting = _permitting(reasoning)
-    holding = [c for c in permitting if c.holds]
-    ranked = holding or permitting
-    return ranked[0] if ranked else None
+def _grounds(decision: LawDecision) -> str:
+    """The rule, the facts it used, and how firm the verdict is, in words."""
+    rule = decision.rule
+    used = "; ".join(_fact_text(k, v) for k, v in decision.used.items())
+    text = f"{rule.paragraph} {rule.title}" + (f" ({used})" if used else "")
+    if decision.determined:
+        return text + "; determined: no unknown fact changes it"
+    presumed = ", ".join(f"{k} presumed {v.value}" for k, v in decision.presumed.items())
+    text += f"; on presumptions ({presumed or 'unknown facts'})"
+    if decision.questions:
+        text += ": " + "; ".join(f"{q.fact}: {q.text}" for q in decision.questions)
+    return text
 
 
-def cross_check(model_verdict: Verdict | None, reasoning: Reasoning) -> CrossCheck:
-    """Compare a model's verdict with the reasoner's reasoning of the same event.
+def _near_misses(decision: LawDecision) -> str:
+    parts = []
+    for miss in decision.near_misses[:3]:
+        fails = "; ".join(
+            f"{fact} is {value or 'unknown'}, needs {' or '.join(needs)}"
+            for fact, value, needs in miss.failing
+        )
+        parts.append(f"{miss.rule.paragraph} ({miss.rule.title}): {fails}")
+    return ("; nearly permitted by " + " | ".join(parts)) if parts else ""
+
+
+def cross_check(model_verdict: Verdict | None, judgment: FactJudgment) -> CrossCheck:
+    """Compare a model's verdict with the ci-reasoner's judgment of the same event.
 
     Args:
         model_verdict: the model's verdict (None: it gave none).
-        reasoning: `CIReasoner.judge` of the same narrative and flow.
+        judgment: `FactJudge.judge` of the same narrative, flow and given facts.
 
     Returns:
         The `CrossCheck` (flag rules in the module docstring).
     """
-    from privacy_ci.reasoning import Status
+    decision = judgment.decision
+    verdict = decision.verdict
+    agree = model_verdict is not None and model_verdict is verdict
+    base = CrossCheck(model_verdict, verdict, decision.rule.id, agree, decision.determined)
+    if model_verdict is Verdict.PERMIT and verdict is Verdict.PROHIBIT:
+        kind = PERMIT_UNSUPPORTED
+        reason = (
+            "the model permits, but on the facts read the law prohibits: "
+            + _grounds(decision)
+            + _near_misses(decision)
+        )
+    elif model_verdict is Verdict.PROHIBIT and verdict is Verdict.PERMIT:
+        kind = PROHIBIT_DESPITE_PERMISSION
+        does = "requires the disclosure" if decision.required else "permits"
+        reason = f"the model prohibits, but on the facts read the law {does}: " + _grounds(decision)
+    else:
+        return base
+    return CrossCheck(
+        model_verdict,
+        verdict,
+        decision.rule.id,
+        agree,
+        decision.determined,
+        kind,
+        reason,
+        decision.rule.as_dict(),
+        {k: v.as_dict() for k, v in decision.used.items()},
+        [m.as_dict() for m in decision.near_misses],
+        [q.as_dict() for q in decision.questions],
+    )
 
-    agree = model_verdict is not None and model_verdict is reasoning.verdict
-    base = CrossCheck(model_verdict, reasoning.verdict, reasoning.rule, agree)
-    if model_verdict is Verdict.PERMIT:
-        norm = _deciding_permission(reasoning)
-        if norm is None or norm.holds:
-            return base
-        weak = [c for c in norm.conditions if c.status is not Status.MET]
-        said = ", ".join(f"{c.condition.id} ({c.status.value})" for c in weak)
-        return CrossCheck(
-            model_verdict,
-            reasoning.verdict,
-            reasoning.rule,
-            agree,
-            PERMIT_UNSUPPORTED,
-            f"the model permits, but the conditions of {norm.norm.id} ({norm.norm.paragraph})"
-            f" are not met in the narrative: {said}",
-            _norm(norm),
-            [c.as_dict() for c in norm.conditions],
-        )
-    if model_verdict is Verdict.PROHIBIT:
-        met = [c for c in _permitting(reasoning) if c.holds and (c.conditions or c.score > 0)]
-        if not met:
-            return base
-        norm = met[0]
-        return CrossCheck(
-            model_verdict,
-            reasoning.verdict,
-            reasoning.rule,
-            agree,
-            PROHIBIT_DESPITE_PERMISSION,
-            f"the model prohibits, but the narrative meets the conditions of the permitting"
-            f" norm {norm.norm.id} ({norm.norm.paragraph})"
-            if norm.conditions
-            else f"the model prohibits, but the permitting norm {norm.norm.id}"
-            f" ({norm.norm.paragraph}) applies to the flow and requires no condition",
-            _norm(norm),
-            [c.as_dict() for c in norm.conditions],
-        )
-    return base
+
+def _law_files_sha256(regulation: str) -> str:
+    """sha256 of the regulation's fact schema, law book and reading guide (the data the
+    judge decides and reads with)."""
+    root = resources.files("privacy_ci.reasoning")
+    digest = hashlib.sha256()
+    for folder in ("facts", "law", "reading"):
+        path = root / folder / f"{regulation}.yaml"
+        if path.is_file():
+            digest.update(f"{folder}/{regulation}.yaml\n".encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 class CrossChecker:
-    """Runs the reasoner beside a model and cross-checks its verdicts.
+    """Runs the ci-reasoner's judge beside a model and cross-checks its verdicts.
 
     Args:
-        kb: the knowledge base (None: `regulation`'s, loaded on first use).
-        regulation: the regulation whose catalogue is checked.
-        reasoner: a reasoner to use (e.g. over another catalogue); default the one
-            the ``ci-reasoner`` step keeps for the knowledge base.
+        kb: the knowledge base whose role graph the reader uses (None: `regulation`'s,
+            loaded on first use when its data is installed).
+        regulation: the regulation whose facts and law are applied.
+        reasoner: a judge to use (e.g. with another reader); default the one the
+            ``ci-reasoner`` step keeps for the regulation and knowledge base.
     """
 
     def __init__(
@@ -203,7 +222,7 @@ class CrossChecker:
         kb: KnowledgeBase | None = None,
         regulation: str = "hipaa",
         *,
-        reasoner: CIReasoner | None = None,
+        reasoner: FactJudge | None = None,
     ) -> None:
         from privacy_ci.judging._config import JudgeConfig
 
@@ -212,38 +231,44 @@ class CrossChecker:
         self._given = reasoner
 
     @property
-    def reasoner(self) -> CIReasoner:
-        """The reasoner (built on first use: the NLP pipeline and the catalogue load).
+    def reasoner(self) -> FactJudge:
+        """The judge (built on first use: the law book, the fact schema, the reader).
 
         Raises:
-            PrivacyCIError: the regulation has no catalogue, or the NLP model is missing.
+            PrivacyCIError: the regulation has no fact model or law book.
         """
-        return self._given if self._given is not None else _reasoner(self._ctx)
+        return self._given if self._given is not None else fact_judge(self._ctx)
 
     def identity(self) -> dict[str, Any]:
-        """What the cross-check is, for a run's identity: the reasoner, the sha256 of
-        its catalogue's content and the knowledge base's content hash."""
-        reasoner = self.reasoner
-        content = reasoner.catalogue.model_dump_json().encode("utf-8")
+        """What the cross-check is, for a run's identity: the reasoner, its law book and
+        fact schema versions, the sha256 of their files, and the knowledge base's
+        content hash (None when the judge reads without one)."""
+        judge = self.reasoner
+        kb = self._ctx.kb if self._given is None else None
         return {
             "reasoner": CROSS_CHECK_REASONER,
-            "regulation": reasoner.catalogue.regulation,
-            "catalogue_sha256": hashlib.sha256(content).hexdigest(),
-            "knowledge_base": reasoner.kb.tree.content_hash(),
+            "regulation": judge.regulation,
+            "law": judge.book.version_id,
+            "facts": judge.schema.version_id,
+            "files_sha256": _law_files_sha256(judge.regulation),
+            "knowledge_base": None if kb is None else kb.tree.content_hash(),
         }
 
     def check_sync(self, event: Event, model_verdict: Verdict | None) -> CrossCheck:
-        """Run the reasoner on `event` and cross-check `model_verdict`.
+        """Judge `event` (its narrative, CI fields and given facts) and cross-check
+        `model_verdict`.
 
-        A reasoner failure (a `PrivacyCIError`) is returned as the check's
+        A failure of the judge (a `PrivacyCIError`) is returned as the check's
         ``error``, never raised: the model's judgment stands on its own.
         """
         try:
-            reasoning = self.reasoner.judge(event.text, event.flow)
+            # the judge the ci-reasoner step takes for this event: the same verdict
+            judge = self._given if self._given is not None else fact_judge(self._ctx, event)
+            judgment = judge.judge(event.text, event.flow, event.facts or None)
         except PrivacyCIError as exc:
             return CrossCheck(model_verdict, None, "", False, error=f"the reasoner failed: {exc}")
-        return cross_check(model_verdict, reasoning)
+        return cross_check(model_verdict, judgment)
 
     async def check(self, event: Event, model_verdict: Verdict | None) -> CrossCheck:
-        """`check_sync` in a worker thread (the reasoner's NLP is CPU-bound)."""
+        """`check_sync` in a worker thread (the reader's NLP is CPU-bound)."""
         return await asyncio.to_thread(self.check_sync, event, model_verdict)

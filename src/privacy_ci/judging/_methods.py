@@ -15,11 +15,11 @@ method              steps (prompt files under ``prompts/``)
 ``ci-es-content``   extract_ci(``ci_extract``) -> retrieve(role keywords, k,
                     query = the extracted roles) -> filter_rules(``law_filter``)
                     per hit -> decide(``content_decide``)              Table 10
-``checklist-qa``    candidates (the ci-reasoner's applicability and candidate
-                    norms, model-free) -> checklist(``checklist_qa``) per
-                    candidate norm with conditions (at most
-                    `JudgeConfig.checklist_norms`) -> combine (the reasoner's
-                    verdict rule over the model's answers)
+``checklist-qa``    read (the offline reader's facts and the given ones,
+                    model-free) -> facts_qa(``facts_qa``): one call, every
+                    fact with a verified quote, re-asked up to twice when it
+                    does not parse -> combine (given > answered > read facts,
+                    then the law engine)
 ``flow-judge``      judge_flow(system ``flow_judge_system``, user
                     ``flow_judge_user``): the CI five-tuple and the narrative,
                     a structured decision + rationale, re-asked up to twice
@@ -238,20 +238,20 @@ for _spec in (
     ),
     MethodSpec(
         "ci-reasoner",
-        "Model-free: the condition catalogue checked against the narrative (no LLM)",
+        "Model-free: the facts of the disclosure read from the case, then the law engine (no LLM)",
         (),
         ("reason",),
-        True,
+        False,
         lambda config, retriever: [reason],
         needs_model=False,
     ),
     MethodSpec(
         "checklist-qa",
-        "The ci-reasoner's checklist answered by a model (yes / no / not stated with a "
-        "quote), combined by the reasoner's verdict rule",
-        ("checklist_qa",),
-        ("candidates", "checklist", "combine"),
-        True,
+        "The facts of the disclosure read by a model (one call, each fact with a quote"
+        " verified against the narrative), then the law engine",
+        ("facts_qa",),
+        ("read", "facts_qa", "combine"),
+        False,
         lambda config, retriever: [checklist_qa],
     ),
     MethodSpec(

@@ -7,6 +7,7 @@ result, retrieved ids, tokens, latency), so a run can be audited and resumed.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -26,11 +27,15 @@ class Event:
         flow: the CI parameters given with the case (unknown ones None): the
             parties' names (only the ``flow-judge`` prompt shows them) and roles,
             the information type, purpose and consent form.
+        facts: facts of the disclosure the user states (fact -> value, as in a facts
+            file; ``judge --facts``): the ``ci-reasoner`` takes them as given and reads
+            only the rest. No prompt shows them.
     """
 
     text: str
     id: str = ""
     flow: Flow = field(default_factory=Flow)
+    facts: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

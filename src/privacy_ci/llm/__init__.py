@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from privacy_ci.llm._cache import ResponseCache, cache_key
 from privacy_ci.llm._capabilities import Capabilities, Capability, capabilities_of
 from privacy_ci.llm._client import LLMClient, Price, RetryPolicy, Usage
-from privacy_ci.llm._config import LLMConfig, load_llm_config
+from privacy_ci.llm._config import LLMConfig, load_llm_config, model_configured
 from privacy_ci.llm._factory import (
     default_cache_path,
     make_backend,
@@ -59,6 +59,7 @@ __all__ = [
     "load_llm_config",
     "make_backend",
     "make_client",
+    "model_configured",
     "parse_structured",
     "system",
     "unavailable_reason",

@@ -108,6 +108,53 @@ def _config_file(explicit: Path | None) -> Path | None:
     return local if local.exists() else None
 
 
+def _file_table(path: Path) -> dict[str, Any]:
+    """The ``[llm]`` table of a privacy-ci.toml file.
+
+    Raises:
+        PrivacyCIError: the file is too large, not UTF-8 or not valid TOML (naming it).
+    """
+    from privacy_ci._files import read_user_file
+    from privacy_ci._structured import MAX_INPUT_BYTES_ENV, max_input_bytes
+
+    data = read_user_file(path, limit=max_input_bytes(), env=MAX_INPUT_BYTES_ENV)
+    try:
+        table = tomllib.loads(data.decode("utf-8")).get("llm", {})
+    except tomllib.TOMLDecodeError as exc:
+        raise PrivacyCIError(f"{path}: invalid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise PrivacyCIError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    except ValueError as exc:  # an integer of thousands of digits
+        raise PrivacyCIError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise PrivacyCIError(f"{path}: invalid TOML: values nested too deeply") from None
+    if not isinstance(table, dict):
+        raise PrivacyCIError(f"{path}: [llm] must be a table")
+    return table
+
+
+MODEL_FIELDS = ("provider", "model", "base_url", "model_path")
+"""The settings that choose a model (the others only tune how it is called)."""
+
+
+def model_configured(
+    overrides: dict[str, Any] | None = None, config_file: Path | None = None
+) -> bool:
+    """Whether someone chose a model: a provider, model, server or model file set by an
+    override (a CLI flag), a ``PRIVACY_CI_LLM_*`` variable or the ``[llm]`` table of
+    privacy-ci.toml, rather than left at the built-in default (the embedded model).
+
+    Raises:
+        PrivacyCIError: the config file cannot be read.
+    """
+    if any((overrides or {}).get(name) is not None for name in MODEL_FIELDS):
+        return True
+    if any(os.environ.get(ENV_PREFIX + name.upper()) for name in MODEL_FIELDS):
+        return True
+    path = _config_file(config_file)
+    return path is not None and any(_file_table(path).get(n) is not None for n in MODEL_FIELDS)
+
+
 def load_llm_config(
     overrides: dict[str, Any] | None = None, config_file: Path | None = None
 ) -> LLMConfig:
@@ -120,23 +167,7 @@ def load_llm_config(
     source = "defaults"
     path = _config_file(config_file)
     if path is not None:
-        from privacy_ci._files import read_user_file
-        from privacy_ci._structured import MAX_INPUT_BYTES_ENV, max_input_bytes
-
-        data = read_user_file(path, limit=max_input_bytes(), env=MAX_INPUT_BYTES_ENV)
-        try:
-            table = tomllib.loads(data.decode("utf-8")).get("llm", {})
-        except tomllib.TOMLDecodeError as exc:
-            raise PrivacyCIError(f"{path}: invalid TOML: {exc}") from None
-        except UnicodeDecodeError as exc:
-            raise PrivacyCIError(f"{path}: not UTF-8 text ({exc.reason})") from None
-        except ValueError as exc:  # an integer of thousands of digits
-            raise PrivacyCIError(f"{path}: invalid TOML: {exc}") from None
-        except RecursionError:
-            raise PrivacyCIError(f"{path}: invalid TOML: values nested too deeply") from None
-        if not isinstance(table, dict):
-            raise PrivacyCIError(f"{path}: [llm] must be a table")
-        merged.update(table)
+        merged.update(_file_table(path))
         source = str(path)
     for name in _ENV_FIELDS:
         value = os.environ.get(ENV_PREFIX + name.upper())

@@ -1,25 +1,19 @@
-"""A checklist that reasons: a regulation's norms compiled into condition checklists
-(the catalogue), and the model-free judge that checks them against a narrative.
+"""Facts, then law: the model-free judge behind the ``ci-reasoner`` method.
 
-    from privacy_ci.reasoning import CIReasoner, load_catalogue
-    catalogue = load_catalogue("hipaa")          # validated against the tree and graphs
-    reasoning = CIReasoner().judge("A hospital sent ...", flow)   # verdict, norm, evidence
-    print(reasoning.explanation())
+A regulation's fact model (``facts/<regulation>.yaml``: the facts of a disclosure,
+their values, questions and presumptions), its law book (``law/<regulation>.yaml``:
+rules over the facts, in precedence order) and the offline reader's guide
+(``reading/<regulation>.yaml``). `FactJudge` reads the facts of a case (given facts
+win) and applies the law; `Questionnaire` asks for the facts the verdict still needs.
+
+    from privacy_ci.reasoning import FactJudge
+    judge = FactJudge("hipaa")
+    judgment = judge.judge("A hospital sent ...", flow)   # facts read, then the law
+    print(judgment.verdict, judgment.decision.rule.id, judgment.determined)
+    print(judgment.explanation())   # the facts used with their quotes, the open questions
 """
 
-from privacy_ci.reasoning._catalogue import (
-    Catalogue,
-    CatalogueError,
-    Condition,
-    Cues,
-    Effect,
-    Ground,
-    NormEntry,
-    Pattern,
-    catalogue_path,
-    load_catalogue,
-)
-from privacy_ci.reasoning._evidence import Evidence, NLPUnavailable
+from privacy_ci.reasoning._ask import Choice, Questionnaire, Step, StepKind
 from privacy_ci.reasoning._facts import (
     FactError,
     Facts,
@@ -44,30 +38,13 @@ from privacy_ci.reasoning._law import (
     apply_law,
     load_law,
 )
+from privacy_ci.reasoning._nlp import NLPUnavailable
 from privacy_ci.reasoning._reading import FactReader, load_reading_guide
-from privacy_ci.reasoning._reasoner import (
-    VERDICT_RULE,
-    Applicability,
-    CIReasoner,
-    ConditionCheck,
-    NormCheck,
-    Reasoning,
-    Status,
-)
 
 __all__ = [
     "PRECEDENCE",
-    "VERDICT_RULE",
-    "Applicability",
     "Branch",
-    "CIReasoner",
-    "Catalogue",
-    "CatalogueError",
-    "Condition",
-    "ConditionCheck",
-    "Cues",
-    "Effect",
-    "Evidence",
+    "Choice",
     "FactError",
     "FactJudge",
     "FactJudgment",
@@ -76,23 +53,18 @@ __all__ = [
     "FactSpec",
     "FactValue",
     "Facts",
-    "Ground",
     "LawBook",
     "LawDecision",
     "NLPUnavailable",
     "NearMiss",
-    "NormCheck",
-    "NormEntry",
-    "Pattern",
     "Question",
-    "Reasoning",
+    "Questionnaire",
     "Rule",
     "Source",
-    "Status",
+    "Step",
+    "StepKind",
     "ValueSpec",
     "apply_law",
-    "catalogue_path",
-    "load_catalogue",
     "load_fact_schema",
     "load_facts_file",
     "load_law",

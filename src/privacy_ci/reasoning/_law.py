@@ -27,7 +27,8 @@ are one branch) and on the unknown facts of later hinges, within a budget:
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from importlib import resources
@@ -90,7 +91,10 @@ PRECEDENCE: tuple[Effect, ...] = (
 """The order the rule groups are tried in (then the default rule)."""
 
 MAX_NODES = 3000
-"""Branches explored per decision before the engine stops looking for completions."""
+"""Nodes of the search expanded per decision before the engine stops looking for
+completions (the decision then says it was `LawDecision.exhausted`). No decision on
+the development pairs' facts, nor on tens of thousands of random partial fact sets,
+comes near it: the most seen is about 1300, most take under ten."""
 
 
 # ---------------------------------------------------------------------- conditions
@@ -242,6 +246,11 @@ class LawBook:
             if r.id == rule_id:
                 return r
         raise FactError(f"no rule {rule_id!r} in the {self.regulation} law book")
+
+    @functools.cached_property
+    def _engine(self) -> _Engine:
+        """The book compiled for the search."""
+        return _Engine(self)
 
     @functools.cached_property
     def classes(self) -> dict[str, tuple[tuple[str, ...], ...]]:
@@ -459,49 +468,293 @@ class LawDecision:
         return "\n".join(lines)
 
 
-class _Explorer:
-    """Every verdict the unknown facts still allow, as a tree of branches."""
+# ------------------------------------------------------------------------- search
+# The search is the first-applicable-rule rule over the completions of the unknown
+# facts, made cheap: conditions compiled once per book; rule statuses carried down as
+# bit masks (a branch rechecks only the rules that read the fact it sets); a state
+# (the rules still in play and the values of the facts they read) met again is the
+# same node; and a node is expanded only as far as the question asked needs: whether
+# a verdict other than the first branch's is possible at all (`_Explorer.reach` stops
+# at the first found, and skips a branch whose rules in play give none of the verdicts
+# sought). The branching fact and the order of the branches are the plain recursion's
+# (the first unknown fact, in schema order, of the first rule in play; the value
+# classes in order), so the first leaf and the breadth-first questions of `_hinges`
+# are the same.
+
+_Eval = Callable[[Mapping[str, str]], Tri]
+
+
+def _compile(cond: Condition) -> _Eval:
+    """`Condition.evaluate` as a closure (no dispatch on the kind at each call)."""
+    if cond.kind == "fact":
+        name, values = cond.fact, cond.values
+
+        def literal(known: Mapping[str, str]) -> Tri:
+            value = known.get(name)
+            return None if value is None else value in values
+
+        return literal
+    parts = tuple(_compile(p) for p in cond.parts)
+    if cond.kind == "not":
+        inner = parts[0]
+
+        def negation(known: Mapping[str, str]) -> Tri:
+            result = inner(known)
+            return None if result is None else not result
+
+        return negation
+    # Kleene: one False decides "all", one True decides "any"; else unknown if any is
+    decisive = cond.kind != "all"
+
+    def combination(known: Mapping[str, str]) -> Tri:
+        unknown = False
+        for part in parts:
+            result = part(known)
+            if result is None:
+                unknown = True
+            elif result is decisive:
+                return decisive
+        return None if unknown else not decisive
+
+    return combination
+
+
+def _compile_rule(rule: Rule) -> _Eval:
+    """`Rule.status` as a closure."""
+    when = _compile(rule.when)
+    unless = _compile(rule.unless) if rule.unless is not None else None
+
+    def status(known: Mapping[str, str]) -> Tri:
+        applies = when(known)
+        if applies is False:
+            return False
+        lifted = False if unless is None else unless(known)
+        if lifted is True:
+            return False
+        if applies is True and lifted is False:
+            return True
+        return None
+
+    return status
+
+
+_VERDICTS = frozenset(Verdict)
+
+
+class _State:
+    """A node of the search: the facts so far, the rule that decides (a leaf) or the
+    fact it branches on, and what is known so far of the verdicts below it."""
+
+    __slots__ = (
+        "cut",
+        "excluded",
+        "fact",
+        "false",
+        "found",
+        "kids",
+        "known",
+        "live",
+        "names",
+        "rule",
+        "true",
+    )
+
+    def __init__(
+        self,
+        known: dict[str, str],
+        masks: tuple[int, int, int],
+        rule: Rule | None,
+        fact: str | None,
+        profile: tuple[tuple[str, ...], frozenset[Verdict]],
+    ) -> None:
+        self.known = known
+        self.live, self.false, self.true = masks  # rules in play, not applying, applying
+        self.rule = rule
+        self.fact = fact
+        self.names, possible = profile  # the facts the rules in play read, their verdicts
+        # every state has a verdict below it: one possible verdict is found
+        self.found: set[Verdict] = set(possible) if len(possible) == 1 else set()
+        self.excluded: set[Verdict] = set(_VERDICTS - possible)  # no completion gives these
+        self.kids: list[_State] | None = None  # the branches made so far (None: not expanded)
+        self.cut = False  # the search ran out here: no branches, every verdict possible
+
+
+class _Engine:
+    """A law book compiled for the search (built once per book)."""
 
     def __init__(self, book: LawBook) -> None:
+        order = {spec.name: i for i, spec in enumerate(book.schema)}
         self.book = book
-        self.nodes = 0
+        self.rules = book.rules
+        self.status = tuple(_compile_rule(r) for r in book.rules)
+        self.all = (1 << len(book.rules)) - 1
+        # per rule, its facts in the schema's order (a hinge branches on the first unknown)
+        self.facts = tuple(tuple(sorted(r.facts(), key=order.__getitem__)) for r in book.rules)
+        readers: dict[str, list[int]] = {}
+        for i, names in enumerate(self.facts):
+            for name in names:
+                readers.setdefault(name, []).append(i)
+        self.readers = {k: tuple(v) for k, v in readers.items()}
+        self.first_read = {name: at[0] for name, at in self.readers.items()}
+        self.leaves = tuple(self._leaf(r) for r in book.rules)
+        self.default_leaf = self._leaf(book.default)
+        self._profiles: dict[tuple[int, bool], tuple[tuple[str, ...], frozenset[Verdict]]] = {}
+
+    @staticmethod
+    def _leaf(rule: Rule) -> _State:
+        return _State({}, (0, 0, 0), rule, None, ((), frozenset({rule.effect.verdict})))
+
+    def masks(self, known: Mapping[str, str]) -> tuple[int, int]:
+        """The rules that do not apply and those that do, as bit masks."""
+        false = true = 0
+        for i, status in enumerate(self.status):
+            result = status(known)
+            if result is False:
+                false |= 1 << i
+            elif result is True:
+                true |= 1 << i
+        return false, true
+
+    def profile(self, live: int, ends_true: bool) -> tuple[tuple[str, ...], frozenset[Verdict]]:
+        """For the rules in play: the facts they read, and the verdicts they can give."""
+        found = self._profiles.get((live, ends_true))
+        if found is None:
+            names: dict[str, None] = {}
+            verdicts = set()
+            for i, rule in enumerate(self.rules):
+                if live >> i & 1:
+                    names.update(dict.fromkeys(self.facts[i]))
+                    verdicts.add(rule.effect.verdict)
+            if not ends_true:
+                verdicts.add(self.book.default.effect.verdict)
+            found = self._profiles[(live, ends_true)] = (tuple(names), frozenset(verdicts))
+        return found
+
+    def first_true(self, known: Mapping[str, str]) -> Rule:
+        """The first rule that applies (one that hinges on an unknown fact does not)."""
+        for rule, status in zip(self.rules, self.status, strict=True):
+            if status(known) is True:
+                return rule
+        return self.book.default
+
+
+class _Explorer:
+    """The verdicts the unknown facts still allow, over a tree of branches built as
+    far as needed (see the comment above `_compile`)."""
+
+    def __init__(self, book: LawBook, limit: int | None = None) -> None:
+        self.engine = book._engine
+        self.classes = book.classes
+        self.limit = MAX_NODES if limit is None else limit
+        self.nodes = 0  # states expanded
         self.exhausted = False
-        self.order = {spec.name: i for i, spec in enumerate(book.schema)}
+        self.memo: dict[tuple[int, tuple[str | None, ...]], _State] = {}
+        # per rule, its status per values of the facts it reads (met again and again)
+        self.seen: list[dict[tuple[str | None, ...], Tri]] = [{} for _ in book.rules]
 
-    def first(self, known: Mapping[str, str]) -> tuple[Rule | None, Rule | None]:
-        """The first rule that applies, or the first that hinges on an unknown fact."""
-        for rule in self.book.rules:
-            status = rule.status(known)
-            if status is True:
-                return rule, None
-            if status is None:
-                return None, rule
-        return self.book.default, None
+    def root(self, known: Mapping[str, str]) -> _State:
+        false, true = self.engine.masks(known)
+        return self._state(dict(known), false, true)
 
-    def explore(self, known: dict[str, str]) -> _Node:
-        self.nodes += 1
-        rule, hinge = self.first(known)
-        if rule is not None:
-            return _Node(verdicts=(rule.effect.verdict,), rule=rule)
-        assert hinge is not None
-        fact = min((f for f in hinge.facts() if f not in known), key=self.order.__getitem__)
-        if self.nodes > MAX_NODES:
-            self.exhausted = True
-            return _Node(verdicts=tuple(Verdict), fact=fact)
-        children = []
-        for group in self.book.classes[fact]:
-            child = self.explore({**known, fact: group[0]})
-            children.append((group, child))
-        verdicts = tuple(v for v in Verdict if any(v in c.verdicts for _, c in children))
-        return _Node(verdicts=verdicts, fact=fact, children=tuple(children))
+    def _state(self, known: dict[str, str], false: int, true: int) -> _State:
+        engine = self.engine
+        live = engine.all & ~false
+        if not live:
+            return engine.default_leaf
+        low = live & -live
+        at = low.bit_length() - 1
+        if true & low:
+            return engine.leaves[at]
+        # the first rule that applies ends the rules in play (it goes on applying below)
+        applies = true & live
+        if applies:
+            live &= ((applies & -applies) << 1) - 1
+        profile = engine.profile(live, bool(applies))
+        key = (live, tuple(map(known.get, profile[0])))
+        state = self.memo.get(key)
+        if state is None:
+            fact = next(n for n in engine.facts[at] if n not in known)
+            state = self.memo[key] = _State(known, (live, false, true), None, fact, profile)
+        return state
 
+    def _child(self, state: _State, value: str) -> _State:
+        assert state.fact is not None
+        engine = self.engine
+        known = {**state.known, state.fact: value}
+        live, false, true = state.live, state.false, state.true
+        for i in engine.readers[state.fact]:
+            bit = 1 << i
+            if live & bit and not true & bit:  # a rule that applies goes on applying
+                values = tuple(map(known.get, engine.facts[i]))
+                seen = self.seen[i]
+                if values in seen:
+                    result = seen[values]
+                else:
+                    result = seen[values] = engine.status[i](known)
+                if result is False:
+                    false |= bit
+                elif result is True:
+                    true |= bit
+        return self._state(known, false, true)
 
-@dataclass(frozen=True)
-class _Node:
-    verdicts: tuple[Verdict, ...]
-    rule: Rule | None = None
-    fact: str | None = None
-    children: tuple[tuple[tuple[str, ...], _Node], ...] = ()
+    def branches(self, state: _State) -> Iterator[_State]:
+        """The branches of a state, one per class of values of its fact, in order (each
+        made when first needed)."""
+        assert state.fact is not None
+        if state.kids is None:
+            state.kids = []
+            self.nodes += 1
+            if self.nodes > self.limit:  # as if every verdict were possible
+                self.exhausted = state.cut = True
+                state.found, state.excluded = set(_VERDICTS), set()
+        if state.cut:
+            return
+        kids = state.kids
+        for k, group in enumerate(self.classes[state.fact]):
+            if k == len(kids):
+                kids.append(self._child(state, group[0]))
+            yield kids[k]
+
+    def children(self, state: _State) -> tuple[tuple[tuple[str, ...], _State], ...]:
+        """Every branch of a state, with the values that lead to it."""
+        assert state.fact is not None
+        return tuple(zip(self.classes[state.fact], self.branches(state), strict=False))
+
+    def reach(self, state: _State, wanted: set[Verdict], one: bool = False) -> set[Verdict]:
+        """The verdicts of `wanted` that some completion below `state` gives (with
+        `one`: stop at the first found)."""
+        todo = wanted - state.found - state.excluded
+        if todo and not (one and state.found & wanted):
+            for child in self.branches(state):
+                got = self.reach(child, todo, one)
+                state.found |= got
+                todo -= got
+                if not todo or (one and got):
+                    break
+            else:  # every branch searched: none gives the rest
+                state.excluded |= todo - state.found
+        return state.found & wanted
+
+    def several(self, state: _State) -> bool:
+        """Whether the completions below `state` give more than one verdict."""
+        if len(state.found) > 1:
+            return True
+        if len(state.excluded) >= len(_VERDICTS) - 1:
+            return False
+        one = next(iter(state.found)) if state.found else self.first_leaf(state).effect.verdict
+        return bool(self.reach(state, set(_VERDICTS - {one}), one=True))
+
+    def verdicts(self, state: _State) -> tuple[Verdict, ...]:
+        """Every verdict some completion below `state` gives."""
+        found = self.reach(state, set(_VERDICTS))
+        return tuple(v for v in Verdict if v in found)
+
+    def first_leaf(self, state: _State) -> Rule:
+        """The rule at the end of the first branch (the first value class at each)."""
+        while state.rule is None:
+            assert state.fact is not None
+            state = self._child(state, self.classes[state.fact][0][0])
+        return state.rule
 
 
 def _questions(
@@ -516,20 +769,26 @@ def _questions(
     with the verdict per answer (the others left at their presumptions): first those
     the deciding rule reads and those a nearly applicable permission fails on
     (`first`), then by the first rule, in precedence order, that reads them."""
+    engine = book._engine
     base = {**known, **presumptions}
     mine = set(deciding.facts()) | set(first)
-    first_read: dict[str, int] = {}
-    for rule in book.rules:
-        for name in rule.facts():
-            first_read.setdefault(name, rule.order)
+    first_read = engine.first_read
+    # the rules that apply on the facts and presumptions: another value of one fact
+    # changes only the rules that read it
+    applying = [i for i, status in enumerate(engine.status) if status(base) is True]
     found: list[tuple[int, Question]] = []
     for spec in book.schema:
         if spec.name in known or spec.name not in first_read:
             continue
+        readers = engine.readers[spec.name]
+        # the first rule that applies whatever this fact is
+        bound = next((i for i in applying if i not in readers), len(book.rules))
         by_verdict: dict[Verdict, list[str]] = {}
         rules: dict[Verdict, Rule] = {}
         for group in book.classes[spec.name]:
-            rule = _first_on_presumptions(book, {**base, spec.name: group[0]})
+            trial = {**base, spec.name: group[0]}
+            at = next((i for i in readers if i < bound and engine.status[i](trial) is True), bound)
+            rule = book.rules[at] if at < len(book.rules) else book.default
             by_verdict.setdefault(rule.effect.verdict, []).extend(group)
             rules.setdefault(rule.effect.verdict, rule)
         if len(by_verdict) < 2:
@@ -570,10 +829,7 @@ def _verdict_word(verdict: Verdict) -> str:
 def _first_on_presumptions(book: LawBook, known: Mapping[str, str]) -> Rule:
     """The first rule that applies on the facts and presumptions; a rule that still
     hinges on an unknown fact is not applied."""
-    for rule in book.rules:
-        if rule.status(known) is True:
-            return rule
-    return book.default
+    return book._engine.first_true(known)
 
 
 def _near_misses(
@@ -617,18 +873,21 @@ def apply_law(book: LawBook, facts: Facts) -> LawDecision:
     """
     known = facts.plain()
     explorer = _Explorer(book)
-    root = explorer.explore(dict(known))
+    root = explorer.root(known)
     presumptions = presumed(book.schema, facts)
     on_presumptions = {**known, **{k: v.value for k, v in presumptions.items()}}
     rule = _first_on_presumptions(book, on_presumptions)
-    determined = len(root.verdicts) == 1 and not explorer.exhausted
+    # determined: no completion gives a verdict other than the first branch's
+    first_leaf = explorer.first_leaf(root)
+    verdict = first_leaf.effect.verdict
+    others = explorer.reach(root, set(_VERDICTS - {verdict}), one=True)
+    determined = not others and not explorer.exhausted
     leaning: dict[str, FactValue] = {}
     if determined:
-        verdict = root.verdicts[0]
         if root.rule is not None:
             rule = root.rule
         elif rule.effect.verdict is not verdict:  # several rules give it: name one
-            rule = _leaf_rule(root, verdict)
+            rule = first_leaf  # the first leaf (every leaf gives the verdict)
     else:
         verdict = rule.effect.verdict
         read = _read_by(book, rule, on_presumptions)
@@ -646,7 +905,7 @@ def apply_law(book: LawBook, facts: Facts) -> LawDecision:
         first = [f for miss in misses for f, _, _ in miss.failing]
         questions = _questions(
             book, known, {k: v.value for k, v in presumptions.items()}, rule, first
-        ) or _hinges(book, root)
+        ) or _hinges(book, explorer, root)
         # the presumptions the verdict rests on: those its rule reads, and those whose
         # answer would change it (a restriction presumed absent keeps a prohibition away)
         for q in questions:
@@ -658,22 +917,35 @@ def apply_law(book: LawBook, facts: Facts) -> LawDecision:
     )
 
 
-def _hinges(book: LawBook, root: _Node, limit: int = 4) -> tuple[Question, ...]:
+def _hinges(
+    book: LawBook, explorer: _Explorer, root: _State, limit: int = 4
+) -> tuple[Question, ...]:
     """When no single answer changes the verdict (it takes two together), the unknown
     facts the law's first undecided rules hinge on, breadth first, each with the
     verdicts its answers leave possible."""
     out: list[Question] = []
-    queue, seen = [root], set()
+    queue, seen = deque([root]), set()
+    # the tree shares a node where states repeat: a node met again adds nothing that
+    # its first visit (no later in breadth-first order) did not
+    visited: set[int] = set()
+
+    def new(node: _State) -> bool:  # whether a question below it may be one not yet seen
+        return any(n not in seen and n not in node.known for n in node.names)
+
     while queue and len(out) < limit:
-        node = queue.pop(0)
-        if node.fact is None or len(node.verdicts) < 2:
+        node = queue.popleft()
+        if node.fact is None or id(node) in visited or not new(node):
             continue
+        if not explorer.several(node):
+            continue
+        visited.add(id(node))
+        children = explorer.children(node)
         if node.fact not in seen:
             seen.add(node.fact)
             spec = book.schema.spec(node.fact)
             merged: dict[tuple[Verdict, ...], list[str]] = {}
-            for values, child in node.children:
-                merged.setdefault(child.verdicts, []).extend(values)
+            for values, child in children:
+                merged.setdefault(explorer.verdicts(child), []).extend(values)
             branches = tuple(Branch(tuple(v), k) for k, v in merged.items())
             parts = []
             for b in branches:
@@ -682,17 +954,9 @@ def _hinges(book: LawBook, root: _Node, limit: int = 4) -> tuple[Question, ...]:
                 more = " ..." if len(b.values) > 4 else ""
                 parts.append(f"{what} if {labels}{more}")
             out.append(Question(node.fact, spec.question, branches, "; ".join(parts)))
-        queue.extend(child for _, child in node.children)
+        if new(node):
+            queue.extend(child for _, child in children)
     return tuple(out)
-
-
-def _leaf_rule(node: _Node, verdict: Verdict) -> Rule:
-    if node.rule is not None:
-        return node.rule
-    for _, child in node.children:
-        if verdict in child.verdicts:
-            return _leaf_rule(child, verdict)
-    raise AssertionError("a verdict the tree allows has a leaf")  # pragma: no cover
 
 
 def _read_by(book: LawBook, rule: Rule, known: Mapping[str, str]) -> tuple[str, ...]:

@@ -29,8 +29,11 @@ Every fact read carries its quote and character offsets (`FactValue`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
 import itertools
+import json
 import re
 import threading
 from collections import OrderedDict
@@ -112,8 +115,8 @@ _WEAK_HEADS = frozenset(
     {
         "company", "department", "office", "group", "team", "member", "staff", "agency",
         "organization", "organisation", "firm", "service", "services", "unit", "program",
-        "programme", "system", "insurer", "plan", "person", "people", "center", "centre",
-        "association", "foundation", "business", "corporation", "provider", "one",
+        "programme", "system", "insurer", "carrier", "plan", "person", "people", "center", "centre",
+        "association", "business", "corporation", "provider", "one",
     }
 )  # fmt: skip
 FIELD_FLOOR = 0.3
@@ -158,6 +161,10 @@ class FrameSpec:
     unless_sentence: bool = False
     with_sentence: bool = False
     unless_not: frozenset[str] = frozenset()  # words that keep `unless` from ruling it out
+    phrase_only: bool = False  # a noun's `with` words must modify the noun itself
+    # where the frame's negation must sit: "self" (on its verb: "nobody asked her"),
+    # "below" (in what the verb governs, not on it: "asked that nothing be shared")
+    negated: str | None = None
 
     def describe(self) -> str:
         head = sorted(self.verbs or self.nouns)[:3]
@@ -177,6 +184,17 @@ class ReadingGuide:
     neutral: tuple[str, ...] = ()
     frames: dict[str, dict[str, tuple[FrameSpec, ...]]] = field(default_factory=dict)
     heads: dict[str, dict[str, str]] = field(default_factory=dict)  # fact -> head lemma -> value
+    # short forms in CI fields and role phrases ("pt", "PCP", "atty"), lower case -> long
+    abbreviations: dict[str, str] = field(default_factory=dict)
+    vague_heads: frozenset[str] = frozenset()  # heads a narrative may overrule ("investigator")
+
+    def expand(self, text: str) -> str:
+        """`text` with its short forms written out (whole words, any case)."""
+        if not self.abbreviations:
+            return text
+        return _ABBREVIATION.sub(
+            lambda m: self.abbreviations.get(m.group(0).lower(), m.group(0)), text
+        )
 
 
 @functools.cache
@@ -266,6 +284,8 @@ def load_reading_guide(regulation: str = "hipaa") -> ReadingGuide:
                         bool(raw.get("unless_sentence", False)),
                         bool(raw.get("with_sentence", False)),
                         words("unless_not"),
+                        bool(raw.get("phrase_only", False)),
+                        _negated_at(raw.get("negated"), f"{where}: frames: {name}.{value}"),
                     )
                 )
             frames.setdefault(name, {})[value] = tuple(parsed)
@@ -279,6 +299,8 @@ def load_reading_guide(regulation: str = "hipaa") -> ReadingGuide:
                 if key in heads.get(name, {}):
                     raise FactError(f"{where}: heads: {name}: {key!r} is listed twice")
                 heads.setdefault(name, {})[key] = str(value)
+    abbreviations = {str(k).lower(): str(v) for k, v in (data.get("abbreviations") or {}).items()}
+    vague = frozenset(str(w).lower() for w in data.get("vague_heads") or ())
     return ReadingGuide(
         regulation,
         float(data.get("threshold", 0.52)),
@@ -287,7 +309,73 @@ def load_reading_guide(regulation: str = "hipaa") -> ReadingGuide:
         tuple(str(t) for t in data.get("neutral") or ()),
         frames,
         heads,
+        abbreviations,
+        vague,
     )
+
+
+_ABBREVIATION = re.compile(r"(?<![\w.'’-])[A-Za-z][A-Za-z.]*(?:['’]s)?(?![\w-])")
+_TITLES = frozenset({"mr", "mrs", "ms", "miss", "mx", "mr.", "mrs.", "ms.", "mx."})
+
+
+def _plain_name(text: str | None) -> str:
+    """`text` lower case without articles and punctuation, to compare two fields."""
+    if not text:
+        return ""
+    words = re.findall(r"[\w']+", text.lower())
+    return " ".join(w for w in words if w not in ("the", "a", "an"))
+
+
+def _only_names(doc: Doc) -> bool:
+    """Whether a phrase only names someone: proper nouns, titles and joining words."""
+    words = [t for t in doc if not t.is_punct and t.lower_ not in _TITLES]
+    return (
+        bool(words)
+        and any(t.pos_ == "PROPN" for t in words)
+        and all(
+            t.pos_ in ("PROPN", "CCONJ", "DET", "SYM", "NUM", "PART") or t.lower_ == "&"
+            for t in words
+        )
+    )
+
+
+def _role_phrase(noun: Token, skip: Token | None = None) -> Span:
+    """A common noun with the words before it that modify it ("the pt's shift supervisor")."""
+    start = noun.left_edge.i
+    if skip is not None and start <= skip.i < noun.i:
+        start = skip.right_edge.i + 1
+    while start < noun.i and noun.doc[start].is_punct:
+        start += 1
+    return noun.doc[start : noun.i + 1]
+
+
+def _described(doc: Doc, name: Doc) -> Span | None:
+    """Who the narrative says a named party is: "Mr. Ortiz is the pt's shift supervisor",
+    "Mr. Ortiz, the supervisor", "her supervisor, Carla Nunez", "Ortiz, who runs HR"."""
+    keys = [t.lower_ for t in name if t.pos_ == "PROPN" and t.lower_ not in _TITLES]
+    if not keys:
+        return None
+    key = keys[-1]
+    for token in doc:
+        if token.lower_ != key:
+            continue
+        head = token
+        while head.dep_ in ("compound", "flat") and head.head.i != head.i:
+            head = head.head
+        for child in head.children:
+            if child.dep_ == "appos" and child.pos_ == "NOUN":
+                return _role_phrase(child)
+            if child.dep_ == "relcl" and child.lemma_ == "be":
+                attr = next((c for c in child.children if c.dep_ == "attr"), None)
+                if attr is not None and attr.pos_ == "NOUN":
+                    return _role_phrase(attr)
+        if head.dep_ == "appos" and head.head.pos_ == "NOUN":
+            return _role_phrase(head.head, skip=head)
+        if head.dep_ == "nsubj" and head.head.lemma_ == "be":
+            attr = next((c for c in head.head.children if c.dep_ == "attr"), None)
+            if attr is not None and attr.pos_ == "NOUN":
+                return _role_phrase(attr)
+    return None
 
 
 class _Blocked:
@@ -332,8 +420,10 @@ def _frame_holds(spec: FrameSpec, doc: Doc, clause: Clause) -> Token | _Blocked 
                 for a in agents
             ):
                 continue
+        if spec.negated is not None and not _negation_where(t, spec.negated):
+            continue
         scope = {w.i for w in t.subtree}
-        if is_noun:  # a noun's phrase and the clause it is in
+        if is_noun and not spec.phrase_only:  # a noun's phrase and the clause it is in
             scope |= {w.i for w in t.head.subtree} if t.head.i != t.i else set()
         else:  # a verb's own words and what it depends on ("a plan to hurt", "said he would")
             scope |= {a.i for a in t.ancestors}
@@ -359,6 +449,45 @@ def _frame_holds(spec: FrameSpec, doc: Doc, clause: Clause) -> Token | _Blocked 
         if all(group & words for group in spec.with_):
             return t
     return BLOCKED if blocked else None
+
+
+def _negated_at(raw: object, where: str) -> str | None:
+    if raw is None or (isinstance(raw, str) and raw in ("self", "below")):
+        return raw
+    raise FactError(f"{where}: negated: expected 'self' or 'below', found {raw!r}")
+
+
+def _negation_where(token: Token, where: str) -> bool:
+    """Whether `token` is negated as the frame needs: on itself ("self": "was not asked",
+    "nobody asked her", "without asking") or only in what it governs ("below": "asked
+    that nothing be shared", "told the nurse not to call", while "was not asked" is not)."""
+    own = _negated_head(token, lexical=False) or token.head.lower_ == "without"
+    if where == "self":
+        return own
+    # a request one could make is not made ("I could ask not to be listed")
+    if own or any(c.tag_ == "MD" and c.lower_ in _MODALS | {"can"} for c in token.children):
+        return False
+    # what it asks for, not who asks ("Fenn, who ... signed nothing, says")
+    below = [c for c in token.children if c.dep_ not in ("nsubj", "nsubjpass", "relcl", "appos")]
+    for w in (w for c in below for w in c.subtree):
+        low = w.lower_
+        negative = w.dep_ == "neg" or low in _NEG_PRONOUNS or (low == "no" and w.dep_ == "det")
+        if negative and not _possible_between(w, token):
+            return True
+    return False
+
+
+def _possible_between(word: Token, top: Token) -> bool:
+    """Whether a verb between `word` and `top` is only possible ("the form said she could
+    ask not to be listed": a request she could make, not one she made)."""
+    node = word.head
+    while node.i != top.i and node.head.i != node.i:
+        if node.pos_ in ("VERB", "AUX") and any(
+            c.tag_ == "MD" and c.lower_ in _MODALS | {"can"} for c in node.children
+        ):
+            return True
+        node = node.head
+    return False
 
 
 # ------------------------------------------------------------------------- clauses
@@ -421,7 +550,7 @@ def token_hypothetical(token: Token) -> bool:
     govern it: a modal on its verb ("a warrant would be coming"), a condition ("if a
     judge signs an order"), or a verb of expectation over it ("said a subpoena was
     promised", "hoped the board would approve")."""
-    node = token
+    node, joined = token, False
     for _ in range(12):
         if node.pos_ in ("VERB", "AUX"):
             for c in node.children:
@@ -429,10 +558,13 @@ def token_hypothetical(token: Token) -> bool:
                     return True
                 if c.dep_ == "mark" and c.lower_ == "if":
                     return True
-            if node is not token and node.lemma_.lower() in _IRREALIS_VERBS:
+            # a verb it is only joined to does not govern it ("was not asked and signed
+            # nothing": the signing is no request)
+            if node is not token and not joined and node.lemma_.lower() in _IRREALIS_VERBS:
                 return True
         if node.head.i == node.i:
             break
+        joined = node.dep_ == "conj"
         node = node.head
     return False
 
@@ -478,7 +610,8 @@ def _negated_head(head: Token, *, lexical: bool = True) -> bool:
 
 
 def _has_no(token: Token) -> bool:
-    return any(c.lower_ == "no" for c in token.children)
+    # "no one", "not one of them"
+    return any(c.lower_ in ("no", "not") for c in token.children)
 
 
 def clauses_of(doc: Doc) -> list[Clause]:
@@ -547,9 +680,14 @@ class Frame:
         )
 
 
-def _phrase(token: Token, limit: int = 14) -> Phrase:
-    """A noun's phrase: its subtree, cut before a relative clause, at most `limit` words."""
-    words = [t for t in token.subtree if t.dep_ not in ("relcl", "acl") or t.i < token.i]
+def _phrase(token: Token, limit: int = 14, until: int | None = None) -> Phrase:
+    """A noun's phrase: its subtree, cut before a relative clause (and before token
+    `until`), at most `limit` words."""
+    words = [
+        t
+        for t in token.subtree
+        if (t.dep_ not in ("relcl", "acl") or t.i < token.i) and (until is None or t.i < until)
+    ]
     keep = []
     for t in words:
         if t.i > token.i and t.dep_ in ("relcl", "acl", "punct") and t.head.i == token.i:
@@ -572,6 +710,34 @@ def _prep_object(token: Token, *preps: str) -> Token | None:
             if found is not None:
                 return found
     return None
+
+
+_GIVE = frozenset({"send", "give", "fax", "email", "mail", "hand", "show", "forward", "text"})
+
+
+def _misplaced_to(verb: Token, agent: Token | None) -> tuple[Token, int] | None:
+    """A recipient the small parser hung on the information ("faxed a summary of the
+    circumstances of his death to the medical examiner", "reported the bruises ... and
+    his address to the hotline"): the last ``to`` phrase under the verb's object, and
+    where that phrase starts."""
+    skip = {w.i for w in agent.subtree} if agent is not None else set()
+    found: tuple[Token, int] | None = None
+    for w in verb.subtree:
+        if w.i in skip or w.i <= verb.i or w.dep_ != "prep" or w.lower_ != "to":
+            continue
+        if w.head.i == verb.i or w.head.pos_ not in ("NOUN", "PROPN"):
+            continue
+        # only inside the verb's own clause (not a relative or adverbial clause below)
+        node, own = w.head, True
+        while node.i != verb.i:
+            if node.dep_ in ("relcl", "advcl", "ccomp", "xcomp", "acl") or node.head.i == node.i:
+                own = False
+                break
+            node = node.head
+        target = _child(w, "pobj")
+        if own and target is not None:
+            found = (target, w.i)
+    return found
 
 
 def _purpose(verb: Token, also: Sequence[Token]) -> Phrase | None:
@@ -605,14 +771,25 @@ def frames_of(doc: Doc) -> list[Frame]:
         obj = _child(t, "nsubjpass") if passive else _child(t, "dobj")
         recipient = _prep_object(t, "to", "with") or _child(t, "dative")
         info = obj
+        cut: int | None = None  # where the information's phrase ends (before its "to")
         if lemma in _TELL and not passive and obj is not None:
             recipient, info = obj, _prep_object(t, "about", "of")
+        elif recipient is None:
+            misplaced = _misplaced_to(t, agent)
+            if misplaced is not None:
+                recipient, cut = misplaced
+            elif obj is not None and not passive and lemma in _GIVE:
+                # "sent the county health department, which ..., the child's name": the
+                # small parser reads the second object as the first one's apposition
+                second = _child(obj, "appos")
+                if second is not None:
+                    recipient, info = obj, second
         also = [x for x in (obj, recipient) if x is not None]
         out.append(
             Frame(
                 Phrase(t.text, t.idx, t.idx + len(t.text)),
                 None if agent is None or agent.pos_ == "PRON" else _phrase(agent),
-                None if info is None or info.pos_ == "PRON" else _phrase(info),
+                None if info is None or info.pos_ == "PRON" else _phrase(info, until=cut),
                 None if recipient is None or recipient.pos_ == "PRON" else _phrase(recipient),
                 _purpose(t, also),
             )
@@ -713,7 +890,12 @@ def token_negated(token: Token) -> bool:
             break
         # a verb ends the climb unless it completes or modifies what is above it
         if node.pos_ in ("VERB", "AUX") and node.dep_ not in (
-            "xcomp", "acl", "relcl", "pcomp", "amod", "compound"
+            "xcomp",
+            "acl",
+            "relcl",
+            "pcomp",
+            "amod",
+            "compound",
         ):
             break
         node = node.head
@@ -824,7 +1006,7 @@ class FactReader:
     @property
     def nlp(self) -> Any:
         if self._nlp is None:
-            from privacy_ci.reasoning._evidence import load_nlp
+            from privacy_ci.reasoning._nlp import load_nlp
 
             self._nlp = load_nlp()
         return self._nlp
@@ -869,10 +1051,33 @@ class FactReader:
             rows.extend((guide.name, None, t) for t in guide.neutral)
             if guide.field is None or guide.name not in _FRAME_FACTS:
                 rows.extend((guide.name, None, t) for t in self.guide.neutral)
-        raw = np.asarray(self.embedder.encode([r[2] for r in rows]), dtype=np.float32)
+        distinct = list(dict.fromkeys(r[2] for r in rows))  # the shared neutral ones once
+        unique = self._example_vectors(distinct)
+        at = {t: i for i, t in enumerate(distinct)}
+        unit: npt.NDArray[np.float32] = unique[[at[r[2]] for r in rows]]
+        return rows, unit
+
+    def _example_vectors(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        """Unit vectors of the guide's examples, kept in the cache directory (keyed by the
+        embedding model and every text): embedding them takes seconds, every start."""
+        from privacy_ci.data import cache_dir
+        from privacy_ci.retrieval._base import load_array_entry, save_array_entry
+
+        model = getattr(self.embedder, "model", None)  # (a test double may have none)
+        key = hashlib.sha256(json.dumps([str(model), texts]).encode("utf-8")).hexdigest()
+        family = f"{self.guide.regulation}-"
+        path = cache_dir() / "reading" / f"{family}{key[:16]}" if model else None
+        cached = load_array_entry(path, "examples.npy", len(texts))
+        if cached is not None and cached[1].get("key") == key:
+            return cached[0]
+        raw = np.asarray(self.embedder.encode(texts), dtype=np.float32)
         norms = np.linalg.norm(raw, axis=1, keepdims=True)
         unit: npt.NDArray[np.float32] = (raw / np.where(norms == 0, 1, norms)).astype(np.float32)
-        return rows, unit
+        if path is not None:
+            # a read-only cache only costs the next start its seconds
+            with contextlib.suppress(OSError):
+                save_array_entry(path, "examples.npy", unit, {"key": key, "model": model}, family)
+        return unit
 
     @functools.cached_property
     def _anchors(self) -> dict[str, frozenset[str]]:
@@ -892,12 +1097,27 @@ class FactReader:
     @functools.cached_property
     def _cues(self) -> list[tuple[str, str, str, tuple[str, ...]]]:
         """Every cue: (fact, value, cue, its lemmas)."""
-        out = []
-        for spec in self.schema:
-            for value in spec.values.values():
-                for cue in value.cues:
-                    out.append((spec.name, value.name, cue, _lemma_seq(self.nlp, cue)))
-        return out
+        listed = [
+            (spec.name, value.name, cue)
+            for spec in self.schema
+            for value in spec.values.values()
+            for cue in value.cues
+        ]
+        # in one batch, without the parser (lemmas and tags are all a cue needs)
+        keep = ("tok2vec", "tagger", "attribute_ruler", "lemmatizer")
+        docs = self.nlp.pipe(
+            [c.lower() for _, _, c in listed],
+            disable=[name for name in self.nlp.pipe_names if name not in keep],
+        )
+        return [
+            (
+                fact,
+                value,
+                cue,
+                tuple(t.lemma_.lower() for t in d if not t.is_punct and t.pos_ != "DET"),
+            )
+            for (fact, value, cue), d in zip(listed, docs, strict=True)
+        ]
 
     # -- reading -----------------------------------------------------------------------------
     def read(self, text: str | None = None, flow: Flow | None = None) -> Facts:
@@ -909,7 +1129,8 @@ class FactReader:
         frame (psychotherapy notes, de-identified data, a death more than 50 years ago;
         see `_refines`).
         """
-        given, closeness = self._read_fields(flow) if flow is not None else ({}, {})
+        doc = self._parse(text) if text and text.strip() else None
+        given, closeness = self._read_fields(flow, doc) if flow is not None else ({}, {})
         facts = Facts(self.schema, given)
         # the purpose and consent fields may state conditions too ("to comply with state
         # law", "to avert a serious threat"): read before the narrative, which wins on a tie
@@ -939,17 +1160,28 @@ class FactReader:
         """The facts the case's CI fields give (source `Source.GIVEN`, the field quoted)."""
         return Facts(self.schema, self._read_fields(flow)[0])
 
-    def _read_fields(self, flow: Flow) -> tuple[dict[str, FactValue], dict[str, float]]:
-        """The fields' facts and how closely each field named its value."""
+    def _read_fields(
+        self, flow: Flow, doc: Doc | None = None
+    ) -> tuple[dict[str, FactValue], dict[str, float]]:
+        """The fields' facts and how closely each field named its value (`doc`: the
+        narrative, where a field that only names someone finds who they are)."""
         out: dict[str, FactValue] = {}
         closeness: dict[str, float] = {}
+        subject = _plain_name(flow.subject.role)
         for guide in self.guide.facts.values():
             if guide.field is None:
                 continue
             raw = _FIELDS[guide.field](flow)
             if not raw or not str(raw).strip():
                 continue
-            found = self._read_field(guide.name, str(raw))
+            if guide.name == "recipient" and subject and _plain_name(str(raw)) == subject:
+                # the same words as the subject field: the individual receives it
+                out["recipient"] = FactValue(
+                    "subject", Source.GIVEN, str(raw), note="recipient field: the subject field"
+                )
+                closeness["recipient"] = 1.0
+                continue
+            found = self._read_field(guide.name, str(raw), doc)
             if found is not None:
                 value, how, score = found
                 out[guide.name] = FactValue(
@@ -959,31 +1191,49 @@ class FactReader:
         _health_held_by_covered_entity(out, closeness)
         return out, closeness
 
-    def _read_field(self, fact: str, text: str) -> tuple[str, str, float] | None:
+    def _read_field(
+        self, fact: str, text: str, doc: Doc | None = None
+    ) -> tuple[str, str, float] | None:
         """The value a field (or a phrase) names, how it was found, and how close (1.0 for a
-        cue, a head noun or the role graph; else the similarity of the closest example)."""
-        low = f" {text.lower()} "
+        cue, a head noun or the role graph; else the similarity of the closest example).
+
+        A phrase that only names someone ("Mr. Ortiz", "Hollis & Sons") says nothing by
+        its meaning: who they are comes from `doc`, the narrative ("Mr. Ortiz is the
+        patient's shift supervisor", "her supervisor, Carla Nunez"), else it is unknown.
+        """
+        low = f" {self.guide.expand(text).lower()} "
         spec = self.schema.spec(fact)
         # the earliest cue, then the longest: a modifier names the kind before its head
         # ("de-identified health information", "psychotherapy notes")
         best_cue: tuple[int, int, str, str] | None = None
-        for name, value in spec.values.items():
-            for cue in value.cues:
-                found = re.search(rf"(?<![\w-]){re.escape(cue.lower())}(?![\w-])", low)
-                if found is not None:
-                    key = (found.start(), -len(cue), name, cue)
+        for name, value_spec in spec.values.items():
+            for cue in value_spec.cues:
+                where = re.search(rf"(?<![\w-]){re.escape(cue.lower())}(?![\w-])", low)
+                if where is not None:
+                    key = (where.start(), -len(cue), name, cue)
                     if best_cue is None or key < best_cue:
                         best_cue = key
         if best_cue is not None:
             return best_cue[2], f"cue {best_cue[3]!r}", 1.0
         by_head = self._head_value(fact, text)
         if by_head is not None:
-            vague = by_head[0] == "other" and fact in ("holder", "recipient")
-            return by_head[0], by_head[1], WEAK_HEAD if vague else 1.0
+            value, how, word = by_head
+            vague = fact in ("holder", "recipient") and (
+                value == "other" or word in self.guide.vague_heads
+            )
+            return value, how, WEAK_HEAD if vague else 1.0
         if fact == "holder" and self.role_graph is not None:
             by_role = self._role_value(spec.role_terms, text)
             if by_role is not None:
                 return by_role[0], by_role[1], 1.0
+        if fact in ("holder", "recipient") and _only_names(self._parse(text)):
+            described = _described(doc, self._parse(text)) if doc is not None else None
+            if described is None or described.text.strip().lower() == text.strip().lower():
+                return None
+            found = self._read_field(fact, described.text)
+            if found is None:
+                return None
+            return found[0], f"{found[1]} (the narrative: {described.text!r})", found[2]
         scores = self._scores(fact, [text])[0]
         scores.pop("", None)
         ranked = sorted(scores.items(), key=lambda kv: -kv[1][0])
@@ -1000,12 +1250,12 @@ class FactReader:
             return None
         return None
 
-    def _head_value(self, fact: str, text: str) -> tuple[str, str] | None:
+    def _head_value(self, fact: str, text: str) -> tuple[str, str, str] | None:
         """The value a phrase's head noun names (then a word modifying it)."""
         heads = self.guide.heads.get(fact)
         if not heads:
             return None
-        doc = self._parse(text)
+        doc = self._parse(self.guide.expand(text))
         roots = [t for t in doc if t.head.i == t.i]
         if not roots:
             return None
@@ -1015,11 +1265,15 @@ class FactReader:
         if root.pos_ in ("VERB", "AUX"):
             for form in (root.lemma_.lower(), root.lower_):
                 if form in heads:
-                    return heads[form], f"head word {root.text!r}"
+                    return heads[form], f"head word {root.text!r}", form
             root = next(
                 (c for c in root.children if c.dep_ in ("dobj", "nsubj", "attr", "nsubjpass")), root
             )
-        modifiers = [c for c in root.children if c.dep_ in ("compound", "amod", "nmod")]
+        # the modifier nearest the head first ("university research team" is research)
+        modifiers = sorted(
+            (c for c in root.children if c.dep_ in ("compound", "amod", "nmod")),
+            key=lambda c: abs(root.i - c.i),
+        )
         # "of the Y" / "at the Y" / "for the Y" after a generic head names the party
         for prep in (c for c in root.children if c.dep_ == "prep"):
             modifiers += [g for g in prep.children if g.dep_ == "pobj"]
@@ -1030,11 +1284,12 @@ class FactReader:
         for token in order:
             for form in (token.lemma_.lower(), token.lower_):
                 if form in heads:
-                    return heads[form], f"head noun {token.text!r}"
+                    return heads[form], f"head noun {token.text!r}", form
             if token is not root:
                 for grand in token.children:  # "state health department"
                     if grand.dep_ in ("compound", "amod") and grand.lemma_.lower() in heads:
-                        return heads[grand.lemma_.lower()], f"head noun {grand.text!r}"
+                        lemma = grand.lemma_.lower()
+                        return heads[lemma], f"head noun {grand.text!r}", lemma
         return None
 
     def _parse(self, text: str) -> Any:
@@ -1055,7 +1310,7 @@ class FactReader:
         assert graph is not None
         for part in re.split(r"[/;,]| and ", text):
             part = part.strip()
-            if not part:
+            if not any(ch.isalpha() for ch in part):  # ("." resolves to a role)
                 continue
             term = graph.resolve(part)
             if term is None:
@@ -1095,7 +1350,7 @@ class FactReader:
         the narrative for conditions only (the case's purpose and consent fields); their
         quotes carry no offsets into the narrative."""
         skip = set(skip or ())
-        doc = self.nlp(text)
+        doc = self._parse(text)  # (`read` has parsed it already)
         out = self._read_frames(doc, skip) if text.strip() else {}
         skip |= set(out)
         # the flow's own facts from clauses only to narrow what is known ("not a health
@@ -1256,9 +1511,7 @@ class FactReader:
                 continue
             anchors = self._anchors.get(guide.name, frozenset())
             # only the clauses that could state it are embedded (the costly part)
-            mine = [
-                c for c in clauses if guide.field is not None or anchors.intersection(c.lemmas)
-            ]
+            mine = [c for c in clauses if guide.field is not None or anchors.intersection(c.lemmas)]
             per_clause = self._scores(guide.name, [c.plain or c.text for c in mine])
             for clause, scores in zip(mine, per_clause, strict=True):
                 neutral = scores.pop("", (0.0, ""))[0]

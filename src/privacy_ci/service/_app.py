@@ -43,7 +43,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
@@ -247,6 +247,24 @@ def _unavailable(what: str, exc: Exception) -> Unavailable:
     else:
         reason = "its model is not available on the server"
     return Unavailable(f"{what} is unavailable: {reason} (details in the server log)")
+
+
+def _judge_facts(raw: Mapping[str, str]) -> dict[str, Any]:
+    """A ``/v1/judge`` request's facts as `Event.facts`, checked against the fact model of
+    the regulation the methods judge (a 422 naming each unknown fact or value)."""
+    from privacy_ci.judging import JudgeConfig
+    from privacy_ci.reasoning import FactError, load_fact_schema
+
+    schema = load_fact_schema(JudgeConfig().regulation)
+    problems = []
+    for key, value in raw.items():
+        try:
+            schema.check(key, value)
+        except FactError as exc:
+            problems.append({"loc": ("body", "facts", key), "msg": str(exc), "type": "value_error"})
+    if problems:
+        raise RequestValidationError(problems)
+    return dict(raw)
 
 
 _bearer = HTTPBearer(auto_error=False, description="JWT (HS256): sub, role, context, iat, exp")
@@ -578,7 +596,10 @@ def create_app(store: DocumentStore, settings: ServiceSettings) -> FastAPI:
                 f" {settings.max_event_chars:,} (the model's context must also hold the"
                 " method's prompt and the regulation text it retrieves)"
             )
-        event = Event(text=body.event, flow=body.flow())
+        facts: dict[str, Any] = {}
+        if body.facts:
+            facts = _judge_facts(body.facts)
+        event = Event(text=body.event, flow=body.flow(), facts=facts)
 
         async def job() -> Judgment:
             method = await judge_method(body.method)

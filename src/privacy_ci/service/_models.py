@@ -65,6 +65,14 @@ class JudgeRequest(_Body):
     information_type: str | None = Field(None, max_length=500)
     purpose: str | None = Field(None, max_length=500)
     consent_form: str | None = Field(None, max_length=500)
+    facts: dict[str, str] | None = Field(
+        None,
+        max_length=64,
+        description="Facts of the disclosure stated as given (fact -> value; the fact model"
+        " is `privacy-ci facts schema`): the ci-reasoner takes them as they are and reads"
+        " only the rest; the model methods' prompts do not show them. An unknown fact or"
+        " value is a 422 naming it.",
+    )
 
     def flow(self) -> Flow:
         """The request's CI fields as a `Flow` (placeholders cleaned)."""
@@ -84,8 +92,8 @@ class MethodsResponse(BaseModel):
 
 
 class JudgeResponse(BaseModel):
-    """The verdict (null when the model's answer could not be parsed, or when a
-    model-free method abstains) and its trace."""
+    """The verdict (null when the model's answer could not be parsed, or when the method
+    abstains) and its trace."""
 
     method: str
     verdict: str | None
@@ -94,7 +102,7 @@ class JudgeResponse(BaseModel):
     backend: str
     error: str | None
     abstained: bool = Field(
-        False, description="The method abstained: no norm of its catalogue applies."
+        False, description="The method declined to answer: no verdict, and not a failure."
     )
     steps: list[dict[str, Any]]
 
