@@ -137,11 +137,13 @@ def _ref_questions(
 
 def _ref_hinges(book: LawBook, root: _RefNode, limit: int = 4) -> tuple[Question, ...]:
     out: list[Question] = []
+    idle: list[Question] = []  # facts on the way whose every answer leaves the same open
     queue, seen = [root], set()
-    while queue and len(out) < limit:
+    while queue and len(seen) < limit:  # (facts considered, asked or not)
         node = queue.pop(0)
         if node.fact is None or len(node.verdicts) < 2:
             continue
+        branches: tuple[Branch, ...] = ()
         if node.fact not in seen:
             seen.add(node.fact)
             spec = book.schema.spec(node.fact)
@@ -149,15 +151,18 @@ def _ref_hinges(book: LawBook, root: _RefNode, limit: int = 4) -> tuple[Question
             for values, child in node.children:
                 merged.setdefault(child.verdicts, []).extend(values)
             branches = tuple(Branch(tuple(v), k) for k, v in merged.items())
+        # a fact every answer of which leaves the same verdicts open asks nothing here
+        if branches:
             parts = []
             for b in branches:
                 what = " or ".join(_law._verdict_word(v) for v in b.verdicts)
                 labels = " or ".join(spec.label(v) for v in b.values[:4])
                 more = " ..." if len(b.values) > 4 else ""
                 parts.append(f"{what} if {labels}{more}")
-            out.append(Question(node.fact, spec.question, branches, "; ".join(parts)))
+            found = Question(node.fact, spec.question, branches, "; ".join(parts))
+            (out if len(branches) > 1 else idle).append(found)
         queue.extend(child for _, child in node.children)
-    return tuple(out)
+    return tuple(out or idle)
 
 
 def _ref_leaf_rule(node: _RefNode, verdict: Verdict) -> Rule:

@@ -924,7 +924,8 @@ def _hinges(
     facts the law's first undecided rules hinge on, breadth first, each with the
     verdicts its answers leave possible."""
     out: list[Question] = []
-    queue, seen = deque([root]), set()
+    idle: list[Question] = []  # facts on the way whose every answer leaves the same open
+    queue, seen = deque([root]), set[str]()
     # the tree shares a node where states repeat: a node met again adds nothing that
     # its first visit (no later in breadth-first order) did not
     visited: set[int] = set()
@@ -932,7 +933,7 @@ def _hinges(
     def new(node: _State) -> bool:  # whether a question below it may be one not yet seen
         return any(n not in seen and n not in node.known for n in node.names)
 
-    while queue and len(out) < limit:
+    while queue and len(seen) < limit:  # (facts considered, asked or not)
         node = queue.popleft()
         if node.fact is None or id(node) in visited or not new(node):
             continue
@@ -940,6 +941,7 @@ def _hinges(
             continue
         visited.add(id(node))
         children = explorer.children(node)
+        branches: tuple[Branch, ...] = ()
         if node.fact not in seen:
             seen.add(node.fact)
             spec = book.schema.spec(node.fact)
@@ -947,16 +949,19 @@ def _hinges(
             for values, child in children:
                 merged.setdefault(explorer.verdicts(child), []).extend(values)
             branches = tuple(Branch(tuple(v), k) for k, v in merged.items())
+        # a fact every answer of which leaves the same verdicts open asks nothing here
+        if branches:
             parts = []
             for b in branches:
                 what = " or ".join(_verdict_word(v) for v in b.verdicts)
                 labels = " or ".join(spec.label(v) for v in b.values[:4])
                 more = " ..." if len(b.values) > 4 else ""
                 parts.append(f"{what} if {labels}{more}")
-            out.append(Question(node.fact, spec.question, branches, "; ".join(parts)))
+            found = Question(node.fact, spec.question, branches, "; ".join(parts))
+            (out if len(branches) > 1 else idle).append(found)
         if new(node):
             queue.extend(child for _, child in children)
-    return tuple(out)
+    return tuple(out or idle)  # (none informative alone: the facts it hinges on)
 
 
 def _read_by(book: LawBook, rule: Rule, known: Mapping[str, str]) -> tuple[str, ...]:

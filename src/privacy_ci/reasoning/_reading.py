@@ -1506,8 +1506,20 @@ class FactReader:
                             replace(found, at=token.i, hypothetical=token_hypothetical(token))
                         )
                         break
+        # a fact a word states for certain is never taken from meaning (see `_choose`):
+        # its clauses need no embedding, the costly part of reading a long narrative
+        worded = {
+            st.fact
+            for st in out
+            if st.at is not None
+            and not (
+                (guide_of := self.guide.facts.get(st.fact)) is not None
+                and guide_of.factual
+                and (st.clause.hypothetical if st.hypothetical is None else st.hypothetical)
+            )
+        }
         for guide in self.guide.facts.values():
-            if guide.name in skip or not guide.meaning:
+            if guide.name in skip or not guide.meaning or guide.name in worded:
                 continue
             anchors = self._anchors.get(guide.name, frozenset())
             # only the clauses that could state it are embedded (the costly part)
