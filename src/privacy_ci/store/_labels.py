@@ -462,3 +462,24 @@ class LabelsMixin(StoreBase):
             list(doc_ids),
         )
         return {row[0]: label_record(row) for row in rows}
+
+    def label_counts(self) -> dict[str, int]:
+        """How many labels the store holds: ``in_force`` (a body approved and not revoked,
+        what the gate applies), ``proposed`` (awaiting review; a proposal on an
+        approved label leaves it in force, so a document can be in both), ``revoked``
+        and ``total`` (one per document). Counted in SQL: no label is parsed."""
+        row = self.db.query_one(
+            "SELECT COUNT(*),"
+            " SUM(CASE WHEN in_force IS NOT NULL THEN 1 ELSE 0 END),"
+            " SUM(CASE WHEN state = ? THEN 1 ELSE 0 END),"
+            " SUM(CASE WHEN state = ? THEN 1 ELSE 0 END) FROM labels",
+            (LabelState.PROPOSED.value, LabelState.REVOKED.value),
+        )
+        total, in_force, proposed, revoked = (int(v or 0) for v in (row or (0, 0, 0, 0)))
+        return {"in_force": in_force, "proposed": proposed, "revoked": revoked, "total": total}
+
+    def in_force_ids(self) -> set[str]:
+        """The documents with a label in force (granted to whom that label names)."""
+        return {
+            row[0] for row in self.db.query("SELECT doc_id FROM labels WHERE in_force IS NOT NULL")
+        }
