@@ -29,12 +29,11 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 sys.path.insert(0, str(Path(__file__).parent))
-from scale import build_corpus  # noqa: E402  (a sibling script)
-
-from privacy_ci.service import ServiceSettings, create_app, generate_key, issue_token  # noqa: E402
-from privacy_ci.service._limits import Rate  # noqa: E402
-from privacy_ci.store import DocumentStore, load_corpus_into  # noqa: E402
-from privacy_ci.store._retrieval import decide_label  # noqa: E402
+from privacy_ci.service import ServiceSettings, create_app, generate_key, issue_token
+from privacy_ci.service._limits import Rate
+from privacy_ci.store import DocumentStore, load_corpus_into
+from privacy_ci.store._retrieval import decide_label
+from scale import build_corpus
 
 MIXES = (0, 100, 250, 500)
 BATCH = 500

@@ -1,11 +1,12 @@
-"""What the examples share: a gated Riverside store, a requester's token, a model.
+"""What the examples share: a gated store, a requester's token, a model.
 
 Offline throughout: a temporary SQLite store holding the packaged Riverside
-corpus (105 documents, approved labels), a fresh signing key, a token for one
-agent, and either the gate in-process or the HTTP service on 127.0.0.1. The
-answer step uses the embedded local model (SmolLM2, in-process; slow on a small
-machine), or, with ``--scripted``, the scripted test double, which is not a model:
-its answer only shows which documents the chain handed it.
+corpus (105 documents, approved labels), or your own store with ``--db``; a fresh
+signing key, or yours with ``--key``; a token for one agent, and either the gate
+in-process or the HTTP service on 127.0.0.1. The answer step uses the embedded
+local model (SmolLM2, in-process; slow on a small machine), or, with
+``--scripted``, the scripted test double, which is not a model: its answer only
+shows which documents the chain handed it.
 """
 
 from __future__ import annotations
@@ -13,18 +14,21 @@ from __future__ import annotations
 import argparse
 import re
 import socket
+import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from privacy_ci.adapters import GatedSource, HttpGatedSource, LocalGatedSource
 from privacy_ci.conductor import load_corpus
+from privacy_ci.errors import PrivacyCIError
 from privacy_ci.llm import GenerationSettings, LLMClient, Message
-from privacy_ci.service import ServiceSettings, create_app, generate_key, issue_token
+from privacy_ci.service import ServiceSettings, create_app, generate_key, issue_token, load_key
 from privacy_ci.store import DocumentStore, load_corpus_into
 
 QUESTION = "What did Aiko Tanaka's lipid panel show?"
@@ -32,9 +36,44 @@ QUESTION = "What did Aiko Tanaka's lipid panel show?"
 _IDS = re.compile(r"^(?:\[([\w.:/-]+)\]|doc_id: ([\w.:/-]+)$)", re.MULTILINE)
 
 
+def needs_extra(example: str, framework: str, extra: str, exc: ImportError) -> NoReturn:
+    """Exit 2 with one line naming the extra to install (the framework is missing)."""
+    missing = exc.name or framework
+    print(
+        f"error: {Path(example).name} needs {framework} ({missing} is not installed):"
+        f" pip install 'privacy-ci[{extra}]'",
+        file=sys.stderr,
+    )
+    raise SystemExit(2)
+
+
+def run(main: Callable[[Sequence[str] | None], object]) -> None:
+    """Run an example's `main`: a privacy-ci error is one line and exit 2, as in the CLI."""
+    try:
+        main(None)
+    except PrivacyCIError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
 def arguments(description: str, argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--agent", default="D01", help="The Riverside agent who asks.")
+    parser.add_argument(
+        "--db",
+        metavar="URL",
+        help="Your store (sqlite:///FILE, a file path or postgresql://...; see privacy-ci"
+        " store load). Default: a temporary store holding the packaged Riverside corpus.",
+    )
+    parser.add_argument(
+        "--key",
+        metavar="FILE",
+        type=Path,
+        help="The HS256 signing key file that signs the agent's token (privacy-ci token"
+        " keygen). Default: a fresh key.",
+    )
+    parser.add_argument(
+        "--agent", default="D01", help="The agent who asks (default D01, a Riverside doctor)."
+    )
     parser.add_argument("--question", default=QUESTION)
     parser.add_argument("-k", type=int, default=3, help="Candidates ranked by the gate.")
     parser.add_argument(
@@ -56,7 +95,7 @@ class Gated:
     """The example's world: the store, the key, the agent's token and its source."""
 
     store: DocumentStore
-    key: str
+    key: bytes
     token: str
     source: GatedSource
     url: str | None
@@ -70,12 +109,12 @@ def _free_port() -> int:
 
 
 @contextmanager
-def _serve(store: DocumentStore, key: str) -> Iterator[str]:
+def _serve(store: DocumentStore, key: bytes) -> Iterator[str]:
     """The privacy-ci service over `store` on 127.0.0.1 (uvicorn in a thread)."""
     import uvicorn
 
     port = _free_port()
-    app = create_app(store, ServiceSettings(jwt_key=key.encode()))
+    app = create_app(store, ServiceSettings(jwt_key=key))
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -91,17 +130,50 @@ def _serve(store: DocumentStore, key: str) -> Iterator[str]:
         thread.join(timeout=10)
 
 
+def _open_store(db: str | None, folder: Path) -> DocumentStore:
+    """The user's store at `db`, or Riverside loaded into a new one in `folder`."""
+    if db is not None:
+        DocumentStore(db, readonly=True).close()  # a mistyped --db is an error, not a new store
+        return DocumentStore(db)
+    store = DocumentStore(folder / "riverside.db")
+    try:
+        load_corpus_into(store, load_corpus())
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
+def _role_and_context(store: DocumentStore, agent_id: str, where: str) -> tuple[str, str]:
+    """The one role (and its context) the store holds for `agent_id`."""
+    agent = store.agents().get(agent_id)
+    if agent is None:
+        raise PrivacyCIError(f"unknown agent {agent_id!r} in {where} (give --agent)")
+    if len(agent.roles) != 1:
+        raise PrivacyCIError(
+            f"agent {agent_id!r} holds roles {sorted(agent.roles)}; the examples act for an"
+            " agent with one role"
+        )
+    role, context = next(iter(agent.roles.items()))
+    return role, context
+
+
 @contextmanager
-def riverside(agent_id: str = "D01", *, http: bool = False) -> Iterator[Gated]:
-    """Riverside in a temporary store, and the gated source of `agent_id`'s token."""
-    corpus = load_corpus()
-    agent = corpus.agent(agent_id)
+def riverside(
+    agent_id: str = "D01",
+    *,
+    http: bool = False,
+    db: str | None = None,
+    key_file: Path | None = None,
+) -> Iterator[Gated]:
+    """The store (Riverside in a temporary one, or yours at `db`), and the gated source
+    of `agent_id`'s token, signed with the key in `key_file` or a fresh one."""
+    key = load_key(key_file) if key_file is not None else generate_key().encode()
     with tempfile.TemporaryDirectory(prefix="privacy-ci-example-") as tmp:
-        store = DocumentStore(Path(tmp) / "riverside.db")
+        store = _open_store(db, Path(tmp))
         try:
-            load_corpus_into(store, corpus)
-            key = generate_key()
-            token = issue_token(key, agent.id, agent.role, agent.context, ttl=900)
+            role, context = _role_and_context(store, agent_id, db or "the Riverside corpus")
+            token = issue_token(key, agent_id, role, context, ttl=900)
             if not http:
                 yield Gated(store, key, token, LocalGatedSource(store, key, token), None, Path(tmp))
                 return

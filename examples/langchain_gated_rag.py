@@ -4,11 +4,13 @@
     python examples/langchain_gated_rag.py --http           # the same through the HTTP service
     python examples/langchain_gated_rag.py --agent N01 --retrieve-only
     python examples/langchain_gated_rag.py --scripted       # test double instead of a model
+    python examples/langchain_gated_rag.py --db store.db --key jwt.key --agent ID --question ...
 
 The chain is ``{context: retriever | format, question} | prompt | model``. Its
 retriever, `GatedLangChainRetriever`, returns only the documents the gate admits
 for the agent's token, so nothing else can reach the prompt, whatever the
-question says. Needs the ``langchain`` extra; runs offline (see ``_riverside.py``).
+question says. Needs the ``langchain`` extra; runs offline (see ``_riverside.py``),
+on a temporary Riverside store or on yours (``--db``, ``--key``).
 """
 
 from __future__ import annotations
@@ -19,13 +21,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _riverside import arguments, document_block, model, riverside
-from langchain_core.documents import Document
-from langchain_core.prompt_values import PromptValue
-from langchain_core.prompts import ChatPromptTemplate
-from langchain_core.runnables import Runnable, RunnableLambda, RunnablePassthrough
+from _riverside import arguments, document_block, model, needs_extra, riverside, run
 
-from privacy_ci.adapters.langchain import GatedLangChainRetriever
+try:
+    from langchain_core.documents import Document
+    from langchain_core.prompt_values import PromptValue
+    from langchain_core.prompts import ChatPromptTemplate
+    from langchain_core.runnables import Runnable, RunnableLambda, RunnablePassthrough
+
+    from privacy_ci.adapters.langchain import GatedLangChainRetriever
+except ImportError as exc:
+    needs_extra(__file__, "LangChain", "langchain", exc)
+
 from privacy_ci.assistant import SYSTEM_PROMPT, parse_citations
 from privacy_ci.llm import GenerationSettings, LLMClient, Message
 
@@ -58,7 +65,7 @@ def build_chain(retriever: GatedLangChainRetriever, client: LLMClient) -> Runnab
 
 def main(argv: Sequence[str] | None = None) -> dict[str, object]:
     args = arguments(__doc__.splitlines()[0], argv)
-    with riverside(args.agent, http=args.http) as world:
+    with riverside(args.agent, http=args.http, db=args.db, key_file=args.key) as world:
         retriever = GatedLangChainRetriever(source=world.source, k=args.k)
         docs = retriever.invoke(args.question)
         where = world.url or "in-process"
@@ -76,4 +83,4 @@ def main(argv: Sequence[str] | None = None) -> dict[str, object]:
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

@@ -4,10 +4,12 @@
     python examples/llamaindex_gated_query.py --http        # the same through the HTTP service
     python examples/llamaindex_gated_query.py --agent N01 --retrieve-only
     python examples/llamaindex_gated_query.py --scripted    # test double instead of a model
+    python examples/llamaindex_gated_query.py --db store.db --key jwt.key --agent ID --question ...
 
 `RetrieverQueryEngine` synthesises its answer from the nodes `GatedLlamaIndexRetriever`
 returns: the documents the gate admits for the agent's token, and no other. Needs
-the ``llamaindex`` extra; runs offline (see ``_riverside.py``).
+the ``llamaindex`` extra; runs offline (see ``_riverside.py``), on a temporary
+Riverside store or on yours (``--db``, ``--key``).
 """
 
 from __future__ import annotations
@@ -19,17 +21,22 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _riverside import arguments, model, riverside
-from llama_index.core.llms import (
-    CompletionResponse,
-    CompletionResponseGen,
-    CustomLLM,
-    LLMMetadata,
-)
-from llama_index.core.llms.callbacks import llm_completion_callback
-from llama_index.core.query_engine import RetrieverQueryEngine
+from _riverside import arguments, model, needs_extra, riverside, run
 
-from privacy_ci.adapters.llamaindex import GatedLlamaIndexRetriever
+try:
+    from llama_index.core.llms import (
+        CompletionResponse,
+        CompletionResponseGen,
+        CustomLLM,
+        LLMMetadata,
+    )
+    from llama_index.core.llms.callbacks import llm_completion_callback
+    from llama_index.core.query_engine import RetrieverQueryEngine
+
+    from privacy_ci.adapters.llamaindex import GatedLlamaIndexRetriever
+except ImportError as exc:
+    needs_extra(__file__, "LlamaIndex", "llamaindex", exc)
+
 from privacy_ci.assistant import parse_citations
 from privacy_ci.llm import GenerationSettings, LLMClient, user
 
@@ -75,7 +82,7 @@ def build_engine(retriever: GatedLlamaIndexRetriever, client: LLMClient) -> Retr
 
 def main(argv: Sequence[str] | None = None) -> dict[str, object]:
     args = arguments(__doc__.splitlines()[0], argv)
-    with riverside(args.agent, http=args.http) as world:
+    with riverside(args.agent, http=args.http, db=args.db, key_file=args.key) as world:
         retriever = GatedLlamaIndexRetriever(world.source, k=args.k)
         where = world.url or "in-process"
         print(f"{args.agent} asks ({where}): {args.question}")
@@ -99,4 +106,4 @@ def main(argv: Sequence[str] | None = None) -> dict[str, object]:
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

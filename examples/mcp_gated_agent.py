@@ -4,12 +4,14 @@
     python examples/mcp_gated_agent.py --http           # the server calls the HTTP service
     python examples/mcp_gated_agent.py --retrieve-only  # tools only, no model
     python examples/mcp_gated_agent.py --scripted       # test double instead of a model
+    python examples/mcp_gated_agent.py --db store.db --key jwt.key --agent ID --question ...
 
 The agent starts ``privacy-ci mcp serve`` as a subprocess with the requester's
 token in a file: the token, not the agent, decides who asks. It lists the tools,
 retrieves, answers from what ``retrieve`` returned, and shows that a ``requester``
 argument is refused and that a document outside the requester's reach reads
-"not available". Needs the ``mcp`` extra; runs offline (see ``_riverside.py``).
+"not available". Needs the ``mcp`` extra; runs offline (see ``_riverside.py``), on a
+temporary Riverside store or on yours (``--db``, ``--key``).
 """
 
 from __future__ import annotations
@@ -23,8 +25,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import anyio
-from _riverside import Gated, arguments, document_block, model, riverside
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from _riverside import Gated, arguments, document_block, model, needs_extra, riverside, run
+
+try:
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+except ImportError as exc:
+    needs_extra(__file__, "the MCP SDK", "mcp", exc)
 
 from privacy_ci.assistant import SYSTEM_PROMPT, parse_citations
 from privacy_ci.llm import GenerationSettings, system, user
@@ -41,7 +47,7 @@ def server_parameters(world: Gated) -> StdioServerParameters:
         args += ["--url", world.url]
     else:
         key_file = world.folder / "jwt.key"
-        key_file.write_text(world.key)
+        key_file.write_bytes(world.key)
         args += ["--db", str(world.store.url), "--jwt-key-file", str(key_file)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRIVACY_CI_TOKEN")}
     return StdioServerParameters(command=sys.executable, args=args, env=env)
@@ -79,7 +85,7 @@ async def agent(world: Gated, question: str, k: int) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> dict[str, object]:
     args = arguments(__doc__.splitlines()[0], argv)
-    with riverside(args.agent, http=args.http) as world:
+    with riverside(args.agent, http=args.http, db=args.db, key_file=args.key) as world:
         print(f"{args.agent} asks ({world.url or 'in-process'}): {args.question}")
         seen = anyio.run(agent, world, args.question, args.k)
         out: dict[str, object] = {**seen, "admitted": [d["doc_id"] for d in seen["documents"]]}
@@ -99,4 +105,4 @@ def main(argv: Sequence[str] | None = None) -> dict[str, object]:
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

@@ -41,7 +41,9 @@ GOOD_CLAIMS: dict[str, Any] = {
     "role": "Doctor",
     "context": "Medical",
     "iat": NOW,
-    "exp": NOW + 600,
+    # valid for hours: the module is imported at collection, minutes before a slow run
+    # of the whole suite reaches its last test
+    "exp": NOW + 6 * 3600,
 }
 
 

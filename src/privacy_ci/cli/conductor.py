@@ -51,13 +51,15 @@ def flows(
     labels_file: Path | None = LabelsOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Enumerate every (agent, document) flow; count per class (Table VI) and per tier."""
+    """Enumerate every (agent, document) flow; count per class and per tier, compared
+    with Table VI of the Conductor paper for the packaged Riverside corpus."""
     with user_errors():
-        from privacy_ci.conductor._analysis import enumerate_flows
+        from privacy_ci.conductor._analysis import enumerate_flows, table_vi_mismatch
 
         corpus = _load(corpus_dir, labels_file)
         table = enumerate_flows(corpus)
-        data = table.as_dict()
+        # Table VI counts Riverside's flows: another corpus is not compared with it
+        data = table.as_dict(not_table_vi=table_vi_mismatch(corpus))
         if as_json:
             print_json(data)
             return
@@ -65,34 +67,41 @@ def flows(
 
 
 def render_flow_table(data: dict[str, Any], corpus: Corpus) -> None:
-    """Print the class table, the tier table and the agreement line."""
+    """Print the class table, the tier table and the agreement line; the Table VI
+    column and verdict only when `data` was compared with Table VI (Riverside)."""
     from rich.table import Table
 
+    compared = data.get("matches_table_vi") is not None
     title = (
         f"{len(corpus.agents)} agents x {len(corpus.labels)} documents = {data['flows']} flows"
         f"  (policy {data['policy_version']})"
     )
+    columns = ["class", "condition", "n", "Table VI", "expected", "gate permit", "gate deny"]
+    if not compared:
+        columns.remove("Table VI")
     t = Table(title=title, title_justify="left")
-    for col in ("class", "condition", "n", "Table VI", "expected", "gate permit", "gate deny"):
+    for col in columns:
         t.add_column(col, justify="left" if col in ("class", "condition", "expected") else "right")
     for key, row in data["classes"].items():
-        tv = row["table_vi"]
+        tv = row.get("table_vi")
         mark = "" if tv is None or tv == row["n"] else " [red]≠[/]"
         t.add_row(
             key,
             row["condition"],
             f"{row['n']:,}{mark}",
-            "-" if tv is None else f"{tv:,}",
+            *(["-" if tv is None else f"{tv:,}"] if compared else []),
             row["expected"],
             f"{row['gate_permit']:,}",
             f"{row['gate_deny']:,}",
         )
+    rows = data["classes"].values()
+    expect_permit = sum(r["n"] for r in rows if r["expected"] == "permit")
     t.add_row(
         "total",
         "",
         f"{data['flows']:,}",
-        "2,520",
-        "259 / 2,261",
+        *(["2,520"] if compared else []),
+        "259 / 2,261" if compared else f"{expect_permit:,} / {data['flows'] - expect_permit:,}",
         f"{data['permit']:,}",
         f"{data['deny']:,}",
         end_section=True,
@@ -108,11 +117,12 @@ def render_flow_table(data: dict[str, Any], corpus: Corpus) -> None:
         tt.add_row(tier, *[str(counts.get(k, 0) or "") for k in classes], str(sum(counts.values())))
     console.print(tt)
     agree = data["agreement"]
-    status = (
-        "[green]matches Table VI[/]"
-        if data["matches_table_vi"]
-        else "[red]differs from Table VI[/]"
-    )
+    if not compared:
+        status = "not compared with Table VI (Riverside's counts)"
+    elif data["matches_table_vi"]:
+        status = "[green]matches Table VI[/]"
+    else:
+        status = "[red]differs from Table VI[/]"
     console.print(
         f"gate agrees with the expected class on {agree['agree']:,} of {data['flows']:,} flows"
         f" ({agree['disagree']} disagreements); {status}"

@@ -27,6 +27,7 @@ from privacy_ci.cli import (
     store,
     tokens,
 )
+from privacy_ci.cli._help import HelpGroup
 
 app = typer.Typer(
     name="privacy-ci",
@@ -35,6 +36,11 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain help, lines broken at spaces only, at any width (see `_help`): rich's
+    # option table cuts names and words with "…" on terminals under ~100 columns.
+    cls=HelpGroup,
+    rich_markup_mode=None,
+    context_settings={"max_content_width": 100},
 )
 app.add_typer(conductor.app, name="conductor")
 app.add_typer(corpus.app, name="corpus")

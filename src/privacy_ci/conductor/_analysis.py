@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from privacy_ci.ci import Flow, Party, TransmissionPrinciple
-from privacy_ci.conductor._corpus import Corpus
+from privacy_ci.conductor._corpus import Corpus, load_corpus, riverside_dir
 from privacy_ci.conductor._flows import TABLE_VI, FlowClass, classify_flow
 from privacy_ci.conductor._gate import Decision, Gate
 from privacy_ci.conductor._labels import Label, SensitivityTier
@@ -98,11 +99,19 @@ class FlowTable:
                 out[rec.flow_class.value if key == "class" else rec.tier.value] += 1
         return out
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self, not_table_vi: str | None = None) -> dict[str, Any]:
+        """The table as JSON.
+
+        Args:
+            not_table_vi: why Table VI does not describe this corpus (`table_vi_mismatch`);
+                the comparison is then left out: no ``table_vi`` count per class,
+                ``matches_table_vi`` null and the reason in ``table_vi_not_compared``.
+        """
         classes = [c for c in FlowClass if c is not FlowClass.INVALID or self.by_class.get(c)]
         permits_class = self.permits_by("class")
         disagreements = self.disagreements
-        return {
+        compared = not_table_vi is None
+        out: dict[str, Any] = {
             "flows": len(self.records),
             "policy_version": self.policy_version,
             "permit": self.permits,
@@ -111,7 +120,7 @@ class FlowTable:
                 c.value: {
                     "condition": c.condition,
                     "n": self.by_class.get(c, 0),
-                    "table_vi": TABLE_VI.get(c),
+                    **({"table_vi": TABLE_VI.get(c)} if compared else {}),
                     "expected": "permit" if c.expected_permit else "deny",
                     "gate_permit": permits_class.get(c.value, 0),
                     "gate_deny": self.by_class.get(c, 0) - permits_class.get(c.value, 0),
@@ -136,8 +145,42 @@ class FlowTable:
                     for r in disagreements[:10]
                 ],
             },
-            "matches_table_vi": self.matches_table_vi(),
+            "matches_table_vi": self.matches_table_vi() if compared else None,
         }
+        if not compared:
+            out["table_vi_not_compared"] = not_table_vi
+        return out
+
+
+@cache
+def _riverside() -> Corpus:
+    return load_corpus(riverside_dir())
+
+
+def table_vi_mismatch(corpus: Corpus) -> str | None:
+    """Why Table VI does not describe `corpus`'s flows, or None when it does.
+
+    Table VI counts the flows of the packaged Riverside corpus: its policy, agents and
+    assignments over its documents. A corpus is compared with it when those match by
+    content (wherever the folder is); the labels may differ (``conductor flows
+    --labels`` measures a label file against Table VI).
+    """
+    riverside = _riverside()
+    differs = []
+    if corpus.policy.version != riverside.policy.version:
+        differs.append("its policy")
+    if corpus.directory != riverside.directory:
+        differs.append("its agents")
+    if corpus.assignments != riverside.assignments:
+        differs.append("its assignments")
+    if set(corpus.labels.ids) != set(riverside.labels.ids):
+        differs.append("its documents")
+    if not differs:
+        return None
+    return (
+        "Table VI counts the flows of the packaged Riverside corpus; this corpus differs in "
+        + ", ".join(differs)
+    )
 
 
 def enumerate_flows(
