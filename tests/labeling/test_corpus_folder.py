@@ -288,18 +288,12 @@ def test_an_invalid_draft_is_listed_and_left_out(folder: Path, model: dict[str, 
     assert report["table_vii"]["permits"] == 0  # the gate would deny an invalid label
     assert report["table_vii"]["tier_conforming"] == 0
     assert [e["status"] for e in report["no_authored_label"]] == ["drafted, no authored label"] * 2
-    summary = ok_json("label", "export", str(run_dir), "--out", str(folder.parent / "d.yaml"))
-    assert summary["labels"] == 0 and summary["failed"] == []
-    assert summary["without_authored_label"] == []
-    invalid = {i["doc_id"]: i["reason"] for i in summary["invalid"]}
-    assert set(invalid) == {HANDBOOK, REVIEW, NOTES}
-    for doc in (HANDBOOK, REVIEW):
-        assert "'clinical_sensitive' is not a tier of the policy" in invalid[doc]
-    assert "requires an assignment" in invalid[NOTES]  # REVIEW_DRAFT's employment tier
-    text = " ".join(
-        ok("label", "export", str(run_dir), "--out", str(folder.parent / "d.yaml")).split()
-    )
-    assert "3 draft(s) are not valid labels and are left out" in text
+    # nothing usable: export writes no file and exits 2, naming why (issue 26)
+    line = error_line("label", "export", str(run_dir), "--out", str(folder.parent / "d.yaml"))
+    assert "no usable label to export" in line and "3 not valid labels" in line
+    assert "'clinical_sensitive' is not a tier of the policy" in line
+    assert "requires an assignment" in line  # REVIEW_DRAFT's employment tier
+    assert not (folder.parent / "d.yaml").exists()
 
 
 def test_export_warns_when_the_documents_changed(folder: Path, model: dict[str, Any]) -> None:

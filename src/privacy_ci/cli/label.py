@@ -211,10 +211,21 @@ def run_command(
                 console.print("a subset of documents: run `label report --partial` to analyse it")
             return
         report = analyze_run(run, corpus)
+        usable = _usable_drafts(run, corpus) if corpus.unlabelled else None
         if as_json:
-            print_json(report.as_dict())
+            data = report.as_dict()
+            if usable is not None:
+                data["usable_drafts"] = usable
+            print_json(data)
         else:
             render_reports([report])
+            if usable is not None:
+                console.print(
+                    f"{usable['usable']} usable draft(s) of {usable['drafted']} drafted"
+                    " (usable: what `label export` writes for draw 1)",
+                    markup=False,
+                    highlight=False,
+                )
 
 
 @app.command("report")
@@ -312,6 +323,7 @@ def export_command(
         import yaml
 
         from privacy_ci.conductor._labels import dump_labels
+        from privacy_ci.errors import PrivacyCIError
         from privacy_ci.labeling import draft_labels, load_labeling_run
         from privacy_ci.labeling._labeler import content_sha256, document_texts
 
@@ -331,6 +343,14 @@ def export_command(
         drafting = bool(drafts.invalid or drafts.without_authored) or any(
             d in labeled for d in corpus.unlabelled
         )
+        if not entries:
+            # nothing to review: an empty file and exit 0 read as success (issue 26)
+            reasons = "; ".join(f"{d}: {r}" for d, r in [*drafts.failed, *drafts.invalid][:3])
+            raise PrivacyCIError(
+                f"{run_dir}: no usable label to export, {out} not written"
+                f" ({len(drafts.failed)} failed, {len(drafts.invalid)} not valid labels"
+                f"{'; ' + reasons if reasons else ''})"
+            )
         out.parent.mkdir(parents=True, exist_ok=True)
         if out.suffix.lower() == ".json":
             out.write_text(json.dumps(entries, indent=2) + "\n", encoding="utf-8")
@@ -374,6 +394,18 @@ def export_command(
             console.print(f"[yellow]{escape(warning)}[/]", highlight=False)
 
 
+def _usable_drafts(run: LabelingRun, corpus: Corpus) -> dict[str, int]:
+    """Drafted documents (a label came back) and usable ones (draw 1 would be exported)."""
+    from privacy_ci.labeling import draft_labels
+
+    drafts = draft_labels(run, corpus, 1)
+    drafted = {r.doc_id for r in run.records if r.draw == 1 and r.ok}
+    return {
+        "drafted": len(drafted & set(corpus.unlabelled)),
+        "usable": len(drafts.without_authored),
+    }
+
+
 def _export_header(
     run: LabelingRun, run_dir: Path, draw: int, majority: bool, drafts: LabelDrafts
 ) -> str:
@@ -385,9 +417,10 @@ def _export_header(
     ]
     if drafts.without_authored:
         lines.append(
-            "No authored label, so subject (null: organization-level, no assignment"
-            " required), subject_type, document_type and originating_context are"
-            " placeholders; set them before approving: " + ", ".join(drafts.without_authored)
+            "No authored label, so subject (as the model named it; null:"
+            " organization-level, no assignment required), subject_type, document_type"
+            " and originating_context are placeholders; check and set them before"
+            " approving: " + ", ".join(drafts.without_authored)
         )
     for doc_id, reason in [*drafts.failed, *drafts.invalid]:
         lines.append(f"Left out {doc_id}: {reason}")
@@ -405,12 +438,17 @@ def prompt_command(
     with user_errors():
         from privacy_ci.conductor import load_corpus
         from privacy_ci.labeling import label_schema, load_labeler_prompt
-        from privacy_ci.labeling._labeler import render_user_prompt
+        from privacy_ci.labeling._labeler import known_subjects, render_user_prompt
+        from privacy_ci.labeling._schema import draft_schema
 
         corpus = load_corpus(corpus_dir)
         system_text = load_labeler_prompt("labeler_system").text
         user_text = render_user_prompt(corpus, doc)
-        schema = label_schema(corpus.policy)
+        schema = (
+            draft_schema(corpus.policy, known_subjects(corpus))
+            if doc in corpus.unlabelled  # drafted: the subject is asked for too
+            else label_schema(corpus.policy)
+        )
         if as_json:
             print_json({"system": system_text, "user": user_text, "schema": schema})
             return

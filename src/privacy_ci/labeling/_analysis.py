@@ -495,6 +495,12 @@ def draft_labels(run: LabelingRun, corpus: Corpus, draw: int | None = 1) -> Labe
         if record.draw in numbers:
             why.setdefault(record.doc_id, f"draw {record.draw}: {record.failure}")
     labeled = {r.doc_id for r in run.records}
+    # the subject a draft named: the most common among the chosen draws' drafts
+    named: dict[str, Counter[str | None]] = {}
+    for record in run.records:
+        if record.draw in numbers and record.ok:
+            named.setdefault(record.doc_id, Counter())[record.subject] += 1
+    subjects = {d: c.most_common(1)[0][0] for d, c in named.items()}
     labels: list[Label] = []
     failed: list[tuple[str, str]] = []
     invalid: list[tuple[str, str]] = []
@@ -509,7 +515,7 @@ def draft_labels(run: LabelingRun, corpus: Corpus, draw: int | None = 1) -> Labe
         authored = corpus.labels.get(doc_id)
         try:
             if authored is None:
-                label = draft_label(doc_id, proposed, corpus.policy)
+                label = draft_label(doc_id, proposed, corpus.policy, subjects.get(doc_id))
             else:
                 label = substitute(authored, proposed, corpus.policy)
         except LabelOutputError as exc:

@@ -9,9 +9,11 @@ fsynced as each label finishes, so a killed run resumes without relabeling or
 losing a finished document.
 
 A user's corpus folder (``load_corpus(DIR)``) may hold documents with no label yet
-(`Corpus.unlabelled`): they are labeled too, with ``unknown`` for the type and
-subject the prompt would otherwise take from the authored label (the template is
-unchanged), and their model labels are drafts for the Policy Authority.
+(`Corpus.unlabelled`): they are drafted, with ``unknown`` for the type and subject
+the prompt would otherwise take from the authored label, under their own template
+(``labeler_draft_user``, which also asks for the data subject among the corpus's
+known subjects; the paper's template is unchanged); their model labels are drafts
+for the Policy Authority.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from privacy_ci._model_run import (
 from privacy_ci.conductor import Corpus, Label
 from privacy_ci.errors import PrivacyCIError
 from privacy_ci.labeling._prompts import (
+    DRAFT_USER_PROMPT,
     SYSTEM_PROMPT,
     USER_PROMPT,
     LabelerPrompt,
@@ -41,8 +44,11 @@ from privacy_ci.labeling._prompts import (
 )
 from privacy_ci.labeling._schema import (
     LabelOutputError,
+    ParsedDraft,
     ProposedLabel,
+    draft_schema,
     label_schema,
+    parse_draft,
     parse_proposed,
 )
 from privacy_ci.llm import (
@@ -82,6 +88,8 @@ class LabelRecord:
         attempts: every model call for it: raw text, why it did not parse, tokens,
             latency, whether it came from the cache.
         backend: ``provider:model``.
+        subject: the data subject a draft names (a document with no authored label).
+        notes: what was repaired in the model's output (e.g. a repeated role dropped).
     """
 
     doc_id: str
@@ -90,6 +98,8 @@ class LabelRecord:
     failure: str | None
     attempts: tuple[dict[str, Any], ...]
     backend: str
+    subject: str | None = None
+    notes: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -104,6 +114,9 @@ class LabelRecord:
             "failure": self.failure,
             "attempts": list(self.attempts),
             "backend": self.backend,
+            # only on drafts: the experiment's records read as they always have
+            **({"subject": self.subject} if self.subject is not None else {}),
+            **({"notes": list(self.notes)} if self.notes else {}),
         }
 
 
@@ -146,6 +159,29 @@ def subject_name(label: Label, corpus: Corpus) -> str:
     return corpus.directory.person_name(label.subject) or label.subject
 
 
+def known_subjects(corpus: Corpus) -> list[str]:
+    """The subjects a draft may name: everyone some requester is assigned to."""
+    return sorted(set().union(*corpus.assignments.values()))
+
+
+def render_draft_prompt(
+    corpus: Corpus, doc_id: str, template: LabelerPrompt, *, content: str | None = None
+) -> str:
+    """The drafting prompt for a document with no label: it also asks for the subject."""
+    subjects = known_subjects(corpus)
+    listed = (
+        "\n".join(f"- {s} ({corpus.directory.person_name(s) or s})" for s in subjects)
+        or "- (none: the corpus assigns nobody, so answer null)"
+    )
+    return template.render(
+        title=doc_id,
+        document_type=UNKNOWN,
+        subject_name=UNKNOWN,
+        content=corpus.document_text(doc_id) if content is None else content,
+        known_subjects=listed,
+    )
+
+
 def render_user_prompt(
     corpus: Corpus,
     doc_id: str,
@@ -163,14 +199,19 @@ def render_user_prompt(
     Args:
         corpus: the corpus.
         doc_id: the document.
-        template: the user prompt (default: the paper's).
+        template: the user prompt (default: the paper's; for a document with no
+            label, the drafting prompt, `render_draft_prompt`).
         content: the document text (default: the corpus's, `Corpus.document_text`).
 
     Raises:
         PrivacyCIError: the corpus has no such document.
     """
-    template = template or load_labeler_prompt(USER_PROMPT)
     label = corpus.labels.get(doc_id)
+    if label is None and template is None and doc_id in corpus.unlabelled:
+        return render_draft_prompt(
+            corpus, doc_id, load_labeler_prompt(DRAFT_USER_PROMPT), content=content
+        )
+    template = template or load_labeler_prompt(USER_PROMPT)
     if label is None:
         if doc_id not in corpus.unlabelled:
             raise unknown_document(corpus, doc_id)
@@ -225,6 +266,15 @@ class Labeler:
         self.schema = label_schema(corpus.policy)
         base = settings or GenerationSettings()
         self.settings = replace(base, json_schema=self.schema, schema_name="document_label")
+        # a document with no label (a user's corpus) is drafted: the subject is asked
+        # for too, among the known ones; the paper's corpus has none, its prompt unchanged
+        self.subjects = known_subjects(corpus)
+        self.draft_prompt = load_labeler_prompt(DRAFT_USER_PROMPT)
+        self.draft_settings = replace(
+            base,
+            json_schema=draft_schema(corpus.policy, self.subjects),
+            schema_name="document_draft",
+        )
         self.parse_retries = parse_retries
         # read once: labeling and the run's identity hash see the same texts
         self._contents = document_texts(corpus)
@@ -246,9 +296,17 @@ class Labeler:
     def prompt_for(self, doc_id: str) -> str:
         """The user prompt for a document: title, type, subject name and content only."""
         self.check_document(doc_id)
+        if self.drafts(doc_id):
+            return render_draft_prompt(
+                self.corpus, doc_id, self.draft_prompt, content=self._contents[doc_id]
+            )
         return render_user_prompt(
             self.corpus, doc_id, self.user_prompt, content=self._contents[doc_id]
         )
+
+    def drafts(self, doc_id: str) -> bool:
+        """Whether a document is drafted (no authored label, and the prompt not the user's)."""
+        return doc_id in self.corpus.unlabelled and self.user_prompt.name == USER_PROMPT
 
     async def label(self, doc_id: str, draw: int, *, use_cache: bool = True) -> LabelRecord:
         """One draw for one document; a failure is a value, never an exception.
@@ -268,19 +326,36 @@ class Labeler:
         if draw < 1:
             raise ValueError("draws are numbered from 1")
         messages = [system(self.system_prompt.text), user(self.prompt_for(doc_id))]
+        policy = self.corpus.policy
+        drafting = self.drafts(doc_id)
+
+        def parse(completion: Completion) -> ParsedDraft:
+            data = _structured(completion)
+            if drafting:
+                return parse_draft(data, policy, self.subjects)
+            return ParsedDraft(parse_proposed(data, policy), None, ())
+
         answer = await ask_with_reasks(
             self.client,
             messages,
-            self.settings,
+            self.draft_settings if drafting else self.settings,
             draw=draw,
             parse_retries=self.parse_retries,
             use_cache=use_cache,
-            parse=lambda completion: parse_proposed(_structured(completion), self.corpus.policy),
+            parse=parse,
             output_error=LabelOutputError,
             unparsed=lambda _n, exc: f"output does not fit the label schema: {exc}",
         )
+        got = answer.value
         return LabelRecord(
-            doc_id, draw, answer.value, answer.failure, answer.attempts, self.backend
+            doc_id,
+            draw,
+            None if got is None else got.proposed,
+            answer.failure,
+            answer.attempts,
+            self.backend,
+            None if got is None else got.subject,
+            () if got is None else got.notes,
         )
 
 
@@ -368,6 +443,10 @@ def _corpus_identity(labeler: Labeler) -> dict[str, Any]:
     }
     if corpus.unlabelled:  # only then: the packaged corpus's identity stays as it was
         identity["unlabelled"] = list(corpus.unlabelled)
+        identity["draft"] = {
+            "prompt_sha256": labeler.draft_prompt.sha256,
+            "subjects": labeler.subjects,
+        }
     return identity
 
 
@@ -419,6 +498,8 @@ def _record_from_dict(data: Mapping[str, Any]) -> LabelRecord:
         data.get("failure"),
         tuple(data.get("attempts") or ()),
         str(data.get("backend", "")),
+        data.get("subject"),
+        tuple(data.get("notes") or ()),
     )
 
 

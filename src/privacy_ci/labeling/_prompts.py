@@ -11,6 +11,8 @@ from privacy_ci.errors import PrivacyCIError
 
 SYSTEM_PROMPT = "labeler_system"
 USER_PROMPT = "labeler_user"
+DRAFT_USER_PROMPT = "labeler_draft_user"
+"""A user's corpus: a document with no label (the paper's prompts stay as they are)."""
 
 
 class LabelerPrompt(PromptTemplate):

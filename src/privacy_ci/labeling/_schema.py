@@ -11,7 +11,7 @@ for the Policy Authority to set before approving.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -160,6 +160,64 @@ def parse_proposed(data: object, policy: Policy) -> ProposedLabel:
     return ProposedLabel(tier, frozenset(roles), extra_sensitive, principle.strip())
 
 
+def draft_schema(policy: Policy, subjects: Sequence[str]) -> dict[str, Any]:
+    """The schema of a draft for a document with no authored label: the label schema
+    and its data subject, one of the corpus's known subjects or null (organization)."""
+    schema = label_schema(policy)
+    schema["properties"]["subject"] = {"enum": [*subjects, None]}
+    schema["required"] = [*MODEL_FIELDS, "subject"]
+    return schema
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedDraft:
+    """A draft's four label fields, the subject the model named (None: organization-
+    level), and what was repaired on the way (a role listed twice, dropped)."""
+
+    proposed: ProposedLabel
+    subject: str | None
+    notes: tuple[str, ...]
+
+
+def parse_draft(data: object, policy: Policy, subjects: Sequence[str]) -> ParsedDraft:
+    """Check a draft (a document with no authored label, from a user's corpus).
+
+    Unlike `parse_proposed`, a list that repeats an entry keeps its first occurrences
+    with a note (a small model repeats a role; the repeat says nothing new), and the
+    subject must be one of `subjects` or null. Everything else is as strict.
+
+    Raises:
+        LabelOutputError: naming the field and what was expected.
+    """
+    if not isinstance(data, Mapping):
+        raise LabelOutputError(f"expected a JSON object, got {type(data).__name__}")
+    fields = dict(data)
+    # absent reads as null (a backend without constrained output may leave it out):
+    # the draft is then organization-level, and a tier needing a subject is refused
+    subject = fields.pop("subject", None)
+    if subject is not None and (not isinstance(subject, str) or subject not in subjects):
+        known = ", ".join(subjects) or "none"
+        raise LabelOutputError(
+            f"subject: got {subject!r}, expected null or one of the known subjects ({known})"
+        )
+    notes: list[str] = []
+    for name, value in list(fields.items()):
+        if isinstance(value, list):
+            kept = [v for i, v in enumerate(value) if _first(value, i)]
+            if len(kept) < len(value):
+                dropped = len(value) - len(kept)
+                notes.append(
+                    f"{name}: {dropped} repeated entr{'y' if dropped == 1 else 'ies'} removed"
+                )
+                fields[name] = kept
+    return ParsedDraft(parse_proposed(fields, policy), subject, tuple(notes))
+
+
+def _first(values: list[Any], i: int) -> bool:
+    """Whether ``values[i]`` is the first of its equal entries."""
+    return values[i] not in values[:i]
+
+
 def _requires_assignment(policy: Policy, tier: SensitivityTier) -> bool:
     """The policy's rule for a drafted tier (Table V); a tier it lacks is an error."""
     requires = policy.requires_assignment(tier)
@@ -197,12 +255,15 @@ def substitute(authored: Label, proposed: ProposedLabel, policy: Policy) -> Labe
         raise LabelOutputError(str(exc)) from None
 
 
-def draft_label(doc_id: str, proposed: ProposedLabel, policy: Policy) -> Label:
+def draft_label(
+    doc_id: str, proposed: ProposedLabel, policy: Policy, subject: str | None = None
+) -> Label:
     """A complete label for a document with no authored label: the labeler's four fields
     and placeholders for the rest, which the model is never asked for.
 
-    The placeholders: an empty title, document type `DRAFT_DOCUMENT_TYPE`, no subject
-    (organization-level), and as originating context the one context that the
+    The placeholders: an empty title, document type `DRAFT_DOCUMENT_TYPE`, the subject
+    the model named (`parse_draft`; subject type individual) or none (organization-level),
+    and as originating context the one context that the
     permitted roles are authoritative in, else the policy's first. A tier that requires
     an assignment is refused (the draft would have no subject, and the gate grants a
     subject-less document without one): such a document is labelled by hand.
@@ -211,7 +272,7 @@ def draft_label(doc_id: str, proposed: ProposedLabel, policy: Policy) -> Label:
         LabelOutputError: the result is not a valid label (e.g. a tier the policy lacks).
     """
     requires = _requires_assignment(policy, proposed.sensitivity_tier)
-    if requires:
+    if requires and subject is None:
         # fail closed: with no subject the gate would grant the tier without any
         # assignment, which is wider than the policy means for a document about a person
         raise LabelOutputError(
@@ -231,8 +292,11 @@ def draft_label(doc_id: str, proposed: ProposedLabel, policy: Policy) -> Label:
                 "doc_id": doc_id,
                 "sensitivity_tier": proposed.sensitivity_tier,
                 "permitted_receiver_roles": proposed.permitted_receiver_roles,
-                "subject": None,
-                "subject_type": SubjectType.ORGANIZATION,
+                "subject": subject,
+                # a named subject's kind is not asked for: the reviewer sets it
+                "subject_type": (
+                    SubjectType.ORGANIZATION if subject is None else SubjectType.INDIVIDUAL
+                ),
                 "document_type": DRAFT_DOCUMENT_TYPE,
                 "extra_sensitive": proposed.extra_sensitive,
                 "extra_sensitive_reason": (
@@ -240,7 +304,7 @@ def draft_label(doc_id: str, proposed: ProposedLabel, policy: Policy) -> Label:
                 ),
                 "governing_principle": proposed.governing_principle,
                 "originating_context": origin,
-                "assignment_required": False,
+                "assignment_required": requires,
             }
         )
     except ValidationError as exc:
