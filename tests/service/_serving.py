@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
 from fastapi import FastAPI
@@ -64,3 +66,26 @@ def serving(app: FastAPI) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+@contextmanager
+def serve_process(db: Path, key_file: Path, log: Path) -> Iterator[str]:
+    """A real ``privacy-ci serve`` process over the SQLite file `db` (its default
+    logging, written to `log`); yields its base URL."""
+    port = free_port()
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "privacy_ci.cli.main", "serve", "--db", str(db)),
+                *("--jwt-key-file", str(key_file), "--port", str(port)),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_answering(proc, f"{base}/v1/health", "serve", log.read_text)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)

@@ -8,11 +8,7 @@ copy of it kept working for the token's 24 hours.
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +22,7 @@ from privacy_ci.service._auth import TokenCache
 from privacy_ci.store import DocumentStore
 from privacy_ci.store._sessions import GRACE_S
 from tests.service._review import authority_token
-from tests.service._serving import free_port, wait_until_answering
+from tests.service._serving import serve_process
 
 KEY = b"session-revocation-test-key-0123456789abcdef"
 BASE = "http://127.0.0.1:8000"
@@ -157,28 +153,6 @@ def test_a_store_made_before_the_revocation_list_gains_it(tmp_path: Path) -> Non
         assert store.token_revoked("e" * 64)
 
 
-@contextmanager
-def _serve(db: Path, key_file: Path, log: Path) -> Iterator[str]:
-    """A real ``privacy-ci serve`` process over the SQLite file `db`."""
-    port = free_port()
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "privacy_ci.cli.main", "serve", "--db", str(db)),
-                *("--jwt-key-file", str(key_file), "--port", str(port)),
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_answering(proc, f"{base}/v1/health", "serve", log.read_text)
-        yield base
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-
-
 def test_another_service_process_refuses_it(
     sqlite_riverside: DocumentStore, tmp_path: Path
 ) -> None:
@@ -187,7 +161,7 @@ def test_another_service_process_refuses_it(
     token = authority_token(KEY)
     db = Path(str(sqlite_riverside.url))
     with (
-        _serve(db, key_file, tmp_path / "serve.log") as base,
+        serve_process(db, key_file, tmp_path / "serve.log") as base,
         httpx.Client(base_url=base, timeout=30) as other,
         _client(sqlite_riverside) as first,
     ):

@@ -15,11 +15,8 @@ import hmac
 import json
 import logging
 import math
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +29,7 @@ from hypothesis import strategies as st
 from privacy_ci.service import AuthError, ServiceSettings, TokenClaims, create_app, verify_token
 from privacy_ci.service._auth import MAX_TOKEN_LIFETIME_S, TokenCache, token_id
 from privacy_ci.store import DocumentStore
-from tests.service._serving import free_port, wait_until_answering
+from tests.service._serving import serve_process
 
 KEY = b"token-fuzz-test-key-0123456789abcdef-0123456789"
 NOW = int(time.time())
@@ -338,28 +335,6 @@ def test_every_surface_answers_401_with_at_most_one_log_line(
             ]
 
 
-@contextmanager
-def _served(db: Path, key_file: Path, log: Path) -> Iterator[str]:
-    """A real ``privacy-ci serve`` (its default logging: one access line per request)."""
-    port = free_port()
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "privacy_ci.cli.main", "serve", "--db", str(db)),
-                *("--jwt-key-file", str(key_file), "--port", str(port)),
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_answering(proc, f"{base}/v1/health", "serve", log.read_text)
-        yield base
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-
-
 def test_a_real_server_logs_one_line_per_malformed_token(
     sqlite_riverside: DocumentStore, tmp_path: Path
 ) -> None:
@@ -367,7 +342,10 @@ def test_a_real_server_logs_one_line_per_malformed_token(
     key_file.write_bytes(KEY + b"\n")
     sqlite_riverside.close()
     db = tmp_path / "riverside.db"
-    with _served(db, key_file, log) as base, httpx.Client(base_url=base, timeout=30) as client:
+    with (
+        serve_process(db, key_file, log) as base,
+        httpx.Client(base_url=base, timeout=30) as client,
+    ):
         asked = 0
         for surface in SURFACES:
             for token in (MALFORMED["crit-list"], MALFORMED["kid-int"]):

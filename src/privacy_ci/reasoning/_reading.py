@@ -465,7 +465,7 @@ def _negation_where(token: Token, where: str) -> bool:
     if where == "self":
         return own
     # a request one could make is not made ("I could ask not to be listed")
-    if own or any(c.tag_ == "MD" and c.lower_ in _MODALS | {"can"} for c in token.children):
+    if own or any(c.tag_ == "MD" and c.lower_ in _POSSIBLE for c in token.children):
         return False
     # what it asks for, not who asks ("Fenn, who ... signed nothing, says")
     below = [c for c in token.children if c.dep_ not in ("nsubj", "nsubjpass", "relcl", "appos")]
@@ -483,7 +483,7 @@ def _possible_between(word: Token, top: Token) -> bool:
     node = word.head
     while node.i != top.i and node.head.i != node.i:
         if node.pos_ in ("VERB", "AUX") and any(
-            c.tag_ == "MD" and c.lower_ in _MODALS | {"can"} for c in node.children
+            c.tag_ == "MD" and c.lower_ in _POSSIBLE for c in node.children
         ):
             return True
         node = node.head
@@ -537,6 +537,7 @@ def clause_negated(span: Span) -> bool:
 
 
 _MODALS = frozenset({"would", "might", "may", "could", "should"})
+_POSSIBLE = _MODALS | {"can"}  # what a person could ask for is not asked
 _IRREALIS_VERBS = frozenset(
     {
         "promise", "expect", "hope", "rumor", "rumour", "plan", "hear", "ask",
